@@ -1,0 +1,226 @@
+"""Run bundles on disk: the one loader, the atomic writer, and the store's listing.
+
+A store is a folder of run folders: ``<store>/<run_id>/run.json`` plus traces and
+artifacts. A bundle is written into a hidden temporary folder and renamed into place,
+so a crash never leaves a partial run; once written it is never modified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reportgen.codec import from_jsonable, to_jsonable
+from reportgen.errors import BundleError, ConflictError
+from reportgen.model import SCHEMA_VERSION, Run
+
+RUN_FILE = "run.json"
+TMP_PREFIX = ".tmp-"
+MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
+_SLUG_RE = re.compile(r"[^a-z0-9]+")
+
+
+def slug(text: str, max_len: int = 40) -> str:
+    """A lowercase ``[a-z0-9-]`` fragment of ``text`` that is safe in a path and a URL."""
+    s = _SLUG_RE.sub("-", text.lower()).strip("-")
+    return s[:max_len].strip("-")
+
+
+def safe_component(text: str, max_len: int = 80) -> str:
+    """A file-name-safe rendering of ``text``, unique per input (a hash suffix when changed)."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:max_len]
+    if s == text and s:
+        return s
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{s or 'x'}-{digest}"
+
+
+def make_run_id(created: datetime, device: str, label: str, salt: str) -> str:
+    """``20261130T045500Z-cpu-my-change-1a2b3c``: sortable by time, safe as a folder name."""
+    parts = [created.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ"), slug(device, 12) or "dev"]
+    if slug(label):
+        parts.append(slug(label))
+    digest = hashlib.sha256(f"{created.isoformat()}|{device}|{label}|{salt}".encode()).hexdigest()[:6]
+    parts.append(digest)
+    return "-".join(parts)
+
+
+def is_valid_run_id(run_id: str) -> bool:
+    """True when ``run_id`` can be used as a folder name and URL path segment as is."""
+    return bool(_RUN_ID_RE.match(run_id)) and ".." not in run_id
+
+
+def run_to_json(run: Run) -> str:
+    """Serialise ``run`` as stored in ``run.json`` (sorted keys, no NaN, trailing newline)."""
+    return json.dumps(to_jsonable(run), indent=1, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def parse_run_json(text: str, source: Path | str) -> Run:
+    """Validate and decode the text of a ``run.json``; every failure names the file and field."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise BundleError(f"{source}: not valid JSON ({exc}); the bundle is corrupt, re-run or re-import it") from None
+    except RecursionError:
+        raise BundleError(f"{source}: JSON nested too deeply; this is not a run.json") from None
+    if not isinstance(data, dict):
+        raise BundleError(f"{source}: expected a JSON object at the top level; this is not a run.json")
+    _check_schema_version(data, source)
+    run = from_jsonable(Run, data, source)
+    _check_run(run, source)
+    return run
+
+
+def load_run(bundle_dir: Path) -> Run:
+    """Load and validate ``<bundle_dir>/run.json``: the only way the program reads a bundle."""
+    path = bundle_dir / RUN_FILE
+    if bundle_dir.is_symlink() or path.is_symlink():
+        raise BundleError(f"{path}: is a symbolic link; run bundles must be real folders inside the store")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_RUN_JSON_BYTES + 1)
+    except FileNotFoundError:
+        raise BundleError(f"{path}: missing; {bundle_dir} is not a run bundle") from None
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(raw) > MAX_RUN_JSON_BYTES:
+        raise BundleError(f"{path}: larger than {MAX_RUN_JSON_BYTES} bytes; this is not a run.json")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{path}: not UTF-8 (byte {exc.start}); the bundle is corrupt") from None
+    run = parse_run_json(text, path)
+    if run.run_id != bundle_dir.name:
+        raise BundleError(
+            f"{path}: field 'run_id' is {run.run_id!r} but the folder is {bundle_dir.name!r}; "
+            "rename the folder to the run id"
+        )
+    return run
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _check_schema_version(data: dict[str, object], source: Path | str) -> None:
+    version = data.get("schema_version")
+    if "schema_version" not in data:
+        raise BundleError(f"{source}: field 'schema_version' is missing; this is not a reportgen run.json")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BundleError(f"{source}: field 'schema_version' is {version!r}, expected a positive integer")
+    if version > SCHEMA_VERSION:
+        raise BundleError(
+            f"{source}: field 'schema_version' is {version}, newer than this reportgen reads "
+            f"({SCHEMA_VERSION}); upgrade reportgen"
+        )
+
+
+def _check_run(run: Run, source: Path | str) -> None:
+    if not is_valid_run_id(run.run_id):
+        raise BundleError(f"{source}: field 'run_id' {run.run_id[:60]!r} is not a safe folder name")
+    names = [v.name for v in run.variants]
+    if len(set(names)) != len(names):
+        raise BundleError(f"{source}: field 'variants' has duplicate names; each variant must be unique")
+    for i, v in enumerate(run.variants):
+        for j, ref in enumerate([v.trace_path, *(a.path for a in v.artifacts)]):
+            if ref is not None and not is_safe_relpath(ref):
+                field = "trace_path" if j == 0 else f"artifacts[{j - 1}].path"
+                raise BundleError(f"{source}: field 'variants[{i}].{field}' {ref[:60]!r} points outside the bundle")
+
+
+def is_safe_relpath(ref: str) -> bool:
+    """True for a relative POSIX path that stays inside its folder (no '..', no absolute, no NUL)."""
+    if not ref or "\x00" in ref or "\\" in ref or ref.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in ref.split("/"))
+
+
+def list_run_dirs(store: Path) -> list[Path]:
+    """The run folders of ``store`` (hidden and temporary folders excluded), sorted by name."""
+    if not store.exists():
+        return []
+    if not store.is_dir():
+        raise BundleError(f"{store}: is not a folder; pass --store a results folder")
+    return sorted(p for p in store.iterdir() if not p.name.startswith(".") and (p.is_dir() or p.is_symlink()))
+
+
+def load_store(store: Path) -> list[Run]:
+    """Every run in ``store``, oldest first; any invalid bundle is an error naming it."""
+    runs = [load_run(d) for d in list_run_dirs(store)]
+    return sorted(runs, key=lambda r: (r.created_utc, r.run_id))
+
+
+def resolve_run_dir(store: Path, ref: str) -> Path:
+    """A run folder from a run id, a folder path, ``latest`` or ``latest~N``."""
+    m = re.fullmatch(r"latest(?:~(\d+))?", ref)
+    if m:
+        runs = load_store(store)
+        back = int(m.group(1) or 0)
+        if back >= len(runs):
+            raise BundleError(f"{store}: has {len(runs)} run(s); '{ref}' does not exist")
+        return store / runs[-1 - back].run_id
+    as_path = Path(ref)
+    if (as_path / RUN_FILE).exists():
+        return as_path
+    if is_valid_run_id(ref) and (store / ref).is_dir():
+        return store / ref
+    raise BundleError(f"{ref}: no such run in {store} and not a bundle folder; see 'reportgen runs'")
+
+
+def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Path:
+    """Write ``run`` and its files as a new bundle atomically; refuse to overwrite an existing run.
+
+    ``files`` maps bundle-relative paths to source files (copied) or bytes.
+    """
+    if not is_valid_run_id(run.run_id):
+        raise BundleError(f"run id {run.run_id!r} is not a safe folder name")
+    store.mkdir(parents=True, exist_ok=True)
+    final = store / run.run_id
+    if final.exists():
+        raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten")
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + run.run_id[:40] + "-", dir=store))
+    try:
+        for rel, content in sorted(files.items()):
+            _write_member(tmp, rel, content)
+        _write_member(tmp, RUN_FILE, run_to_json(run).encode("utf-8"))
+        os.chmod(tmp, 0o755)
+        _fsync_dir(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten") from None
+        _fsync_dir(store)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _write_member(root: Path, rel: str, content: Path | bytes) -> None:
+    if not is_safe_relpath(rel):
+        raise BundleError(f"bundle member path {rel!r} is not a safe relative path")
+    dest = root / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        with open(dest, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+    else:
+        shutil.copyfile(content, dest)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,193 @@
+"""The command line: a thin edge over the library. Errors become one line and an exit code here."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from reportgen import __version__
+from reportgen.errors import ExitCode, ReportgenError, UsageError
+
+EXIT_CODES_HELP = """exit codes:
+  0  success
+  1  compare --fail-on-regression: a variant is significantly slower
+  2  bad command-line arguments
+  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version
+  4  profile: at least one variant failed or gave a wrong result (the run is still stored)
+  5  the requested device or its software (torch, torch_neuronx) is not present
+  6  conflict: another reportgen holds the lock, or the run already exists
+ 70  internal error (a bug: please report it with the traceback from REPORTGEN_DEBUG=1)
+"""
+
+
+def default_store() -> Path:
+    """The results store: $REPORTGEN_STORE or ./results."""
+    return Path(os.environ.get("REPORTGEN_STORE", "results"))
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser; every command has --help."""
+    parser = _Parser(
+        prog="reportgen",
+        description="Profile operator variants and publish the evidence as a versioned static site.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import):
+        register(sub)
+    return parser
+
+
+def _store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", type=Path, default=None, help="results store folder (default: $REPORTGEN_STORE or ./results)")
+
+
+def _add_profile(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="profile a scenario's variants and store one run bundle",
+                       description="Profile every variant of a scenario on the best device present "
+                       "(neuron > cuda > cpu) and store the result as a run bundle.")
+    p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default="auto")
+    p.add_argument("--scenario", default="rmsnorm", help="scenario name in scenarios/ or a path to a .py file")
+    p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the scenario's)")
+    p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the scenario's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--label", default="", help="free text shown in reports (e.g. the change being measured)")
+    p.add_argument("--variants", default=None, help="comma-separated subset of variants to run")
+    p.add_argument("--samples", type=int, default=None, help="timing samples per variant (default 50)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up calls after the first (default 3)")
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    _store_arg(p)
+    p.set_defaults(func=_cmd_profile)
+
+
+def _add_runs(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("runs", help="list stored runs", description="List the runs in the store, oldest first.")
+    _store_arg(p)
+    p.set_defaults(func=_cmd_runs)
+
+
+def _add_build(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build the static report site from stored runs",
+                       description="Render every stored run into a versioned static site (HTML and Markdown).")
+    p.add_argument("--runs", type=Path, default=None, help="results store (default: $REPORTGEN_STORE or ./results)")
+    p.add_argument("--out", type=Path, default=Path("site"), help="site folder (default: site/)")
+    p.add_argument("--base-url", default="/", help="sub-path the site is served under, e.g. /myrepo/ (default /)")
+    p.set_defaults(func=_cmd_build)
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two runs as a PR comment (Markdown) with a CI exit code",
+                       description="Compare BASE and HEAD (run ids, run folders, latest or latest~N).")
+    p.add_argument("base")
+    p.add_argument("head")
+    p.add_argument("--threshold", type=float, default=5.0, help="smallest change in percent that counts (default 5)")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any variant is significantly slower")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument("--site-url", default=None, help="URL of the published site, to link both runs' pages")
+    p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
+    _store_arg(p)
+    p.set_defaults(func=_cmd_compare)
+
+
+def _add_publish(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("publish", help="commit the built site to the gh-pages branch",
+                       description="Commit the built site to a gh-pages branch, keeping what it already holds.")
+    p.add_argument("--site", type=Path, default=Path("site"))
+    p.add_argument("--repo", type=Path, default=Path("."), help="git repository (default: the current one)")
+    p.add_argument("--branch", default="gh-pages")
+    p.add_argument("--remote", default="origin")
+    p.add_argument("--push", action="store_true", help="push the branch to --remote afterwards")
+    p.set_defaults(func=_cmd_publish)
+
+
+def _add_import(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import", help="import an existing trace or TorchNeuron profile_output/ as a run",
+                       description="Turn a Kineto/Chrome trace (.json, .json.gz), a folder of them, or a "
+                       "TorchNeuron profile_output/ folder into a run bundle.")
+    p.add_argument("path", type=Path)
+    p.add_argument("--label", default="")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda", "rocm", "neuron"], default="auto")
+    _store_arg(p)
+    p.set_defaults(func=_cmd_import)
+
+
+def _store(args: argparse.Namespace, attr: str = "store") -> Path:
+    value = getattr(args, attr, None)
+    return value if value is not None else default_store()
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from reportgen.profile import ProfileRequest, run_profile
+
+    request = ProfileRequest.from_cli(args, _store(args))
+    return run_profile(request)
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from reportgen.runs import print_runs
+
+    return print_runs(_store(args))
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from reportgen.site import build_site
+
+    result = build_site(_store(args, "runs"), args.out, args.base_url)
+    print(result.summary())
+    return ExitCode.OK
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from reportgen.compare import run_compare_command
+
+    return run_compare_command(args, _store(args))
+
+
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from reportgen.publish import run_publish_command
+
+    return run_publish_command(args)
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from reportgen.importer import run_import_command
+
+    return run_import_command(args, _store(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: parse, dispatch, and turn every ReportgenError into one line on stderr."""
+    try:
+        args = build_parser().parse_args(argv)
+        func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+        if func is None:
+            build_parser().print_help()
+            return ExitCode.USAGE
+        return int(func(args))
+    except ReportgenError as exc:
+        print(f"reportgen: error: {exc.message}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("reportgen: interrupted; stored runs and the site are unchanged", file=sys.stderr)
+        return 130
+    except Exception:
+        if os.environ.get("REPORTGEN_DEBUG"):
+            raise
+        import traceback
+
+        last = traceback.format_exc().strip().splitlines()[-1]
+        print(f"reportgen: internal error: {last} (set REPORTGEN_DEBUG=1 for the traceback)", file=sys.stderr)
+        return ExitCode.INTERNAL

@@ -1,0 +1,145 @@
+"""Typed JSON <-> dataclass conversion with validation that names the file and the field.
+
+Decoding is driven by the dataclasses' type hints, so ``model.py`` is the one schema.
+Field names carry units: ``*_us`` and ``*_bytes`` values must be finite and non-negative.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reportgen.errors import BundleError
+
+T = TypeVar("T")
+
+_NON_NEGATIVE_SUFFIXES = ("_us", "_bytes", "_count", "_per_s")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Turn a dataclass tree into plain JSON values (enums by value, tuples as lists)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise ValueError(f"non-finite float {obj!r} cannot be stored")
+    return obj
+
+
+def from_jsonable(cls: type[T], data: Any, source: Path | str, where: str = "") -> T:
+    """Build ``cls`` from JSON data, raising BundleError('<file>: field <path>: ...') on any mismatch."""
+    return typing.cast(T, _decode(cls, data, _Ctx(str(source)), where or "$"))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ctx:
+    source: str
+
+    def fail(self, where: str, problem: str) -> BundleError:
+        return BundleError(f"{self.source}: field '{where}': {problem}")
+
+
+def _decode(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return _decode_union(tp, value, ctx, where)
+    if dataclasses.is_dataclass(tp):
+        return _decode_dataclass(tp, value, ctx, where)
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        allowed = [m.value for m in tp]
+        if value not in allowed:
+            raise ctx.fail(where, f"expected one of {allowed}, got {_show(value)}")
+        return tp(value)
+    if origin is tuple:
+        (item_tp, _ellipsis) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise ctx.fail(where, f"expected a list, got {_kind(value)}")
+        return tuple(_decode(item_tp, v, ctx, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        (_key_tp, val_tp) = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise ctx.fail(where, f"expected an object, got {_kind(value)}")
+        return {str(k): _decode(val_tp, v, ctx, f"{where}.{k}") for k, v in value.items()}
+    return _decode_scalar(tp, value, ctx, where)
+
+
+def _decode_union(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
+    args = typing.get_args(tp)
+    if value is None:
+        if type(None) in args:
+            return None
+        raise ctx.fail(where, "must not be null")
+    non_none = [a for a in args if a is not type(None)]
+    if len(non_none) != 1:
+        raise TypeError(f"unsupported union {tp}")
+    return _decode(non_none[0], value, ctx, where)
+
+
+def _decode_dataclass(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
+    if not isinstance(value, dict):
+        raise ctx.fail(where, f"expected an object, got {_kind(value)}")
+    hints = typing.get_type_hints(tp)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(tp):
+        sub = f.name if where == "$" else f"{where}.{f.name}"
+        if f.name not in value:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ctx.fail(sub, "is missing")
+            continue
+        kwargs[f.name] = _decode(hints[f.name], value[f.name], ctx, sub)
+        _check_units(f.name, kwargs[f.name], ctx, sub)
+    return tp(**kwargs)
+
+
+def _decode_scalar(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ctx.fail(where, f"expected true/false, got {_show(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ctx.fail(where, f"expected an integer, got {_show(value)}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ctx.fail(where, f"expected a number, got {_show(value)}")
+        if not math.isfinite(value):
+            raise ctx.fail(where, f"expected a finite number, got {_show(value)}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ctx.fail(where, f"expected a string, got {_show(value)}")
+        if "\x00" in value:
+            raise ctx.fail(where, "contains a NUL character")
+        return value
+    raise TypeError(f"unsupported field type {tp!r} at {where}")
+
+
+def _check_units(name: str, value: Any, ctx: _Ctx, where: str) -> None:
+    if not name.endswith(_NON_NEGATIVE_SUFFIXES):
+        return
+    values = value if isinstance(value, tuple) else (value,)
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            raise ctx.fail(where, f"must not be negative, got {v!r}")
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,71 @@
+"""One exception tree: every user-facing failure is a ReportgenError with a one-line message."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Documented process exit codes (docs/exit-codes.md)."""
+
+    OK = 0
+    REGRESSION = 1  # compare --fail-on-regression found a significant slowdown
+    USAGE = 2  # bad command-line arguments
+    BAD_INPUT = 3  # a file (bundle, trace, site) is missing, corrupt or of an unknown version
+    VARIANT_FAILED = 4  # profile finished but at least one variant failed or was incorrect
+    DEVICE_UNAVAILABLE = 5  # the requested device or its software stack is not present
+    CONFLICT = 6  # another reportgen holds the store/site lock, or the run id already exists
+    INTERNAL = 70  # a bug: an unexpected exception
+
+
+class ReportgenError(Exception):
+    """Base of every error the CLI turns into a one-line message and an exit code."""
+
+    exit_code: ExitCode = ExitCode.BAD_INPUT
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class UsageError(ReportgenError):
+    """A command-line argument is wrong."""
+
+    exit_code = ExitCode.USAGE
+
+
+class BundleError(ReportgenError):
+    """A run bundle is missing, corrupt, or of an unsupported schema version."""
+
+
+class TraceError(ReportgenError):
+    """A profiler trace cannot be read."""
+
+
+class SiteError(ReportgenError):
+    """The site cannot be built or published."""
+
+
+class DeviceUnavailable(ReportgenError):
+    """The requested device, or the software it needs, is not present."""
+
+    exit_code = ExitCode.DEVICE_UNAVAILABLE
+
+
+class ScenarioError(ReportgenError):
+    """A scenario file cannot be found or does not declare what it must."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConflictError(ReportgenError):
+    """Another process holds the lock, or the target already exists."""
+
+    exit_code = ExitCode.CONFLICT
+
+
+class CompareError(ReportgenError):
+    """Two runs cannot be compared."""

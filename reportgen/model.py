@@ -1,0 +1,187 @@
+"""The run-bundle data model: frozen dataclasses, units in field names, enums for kinds.
+
+Everything after profiling (build, compare, import, publish) works on these types only.
+Times are microseconds (``*_us``), sizes bytes (``*_bytes``), rates per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+SCHEMA_VERSION = 1
+"""Version of ``run.json``. Bump on any incompatible change; the loader refuses newer ones."""
+
+
+class DeviceKind(str, Enum):
+    """Where a run executed."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+    ROCM = "rocm"
+    NEURON = "neuron"
+    UNKNOWN = "unknown"
+
+
+class VariantStatus(str, Enum):
+    """Outcome of one variant: ran and matched the reference, ran but was wrong, or failed."""
+
+    OK = "ok"
+    INCORRECT = "incorrect"
+    FAILED = "failed"
+
+
+class RunSource(str, Enum):
+    """How a bundle came to be: profiled by reportgen, or imported from an existing trace."""
+
+    PROFILE = "profile"
+    IMPORT = "import"
+
+
+class TimeBasis(str, Enum):
+    """Which clock an op table's "device time" is: a real device lane, or the CPU itself."""
+
+    DEVICE = "device"
+    CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One row of ``key_averages()``: totals over all profiled steps."""
+
+    name: str
+    calls: int
+    self_cpu_us: float
+    total_cpu_us: float
+    self_device_us: float
+    total_device_us: float
+    input_shapes: str = ""
+
+
+@dataclass(frozen=True)
+class Correctness:
+    """Comparison of a variant's output with the scenario's reference."""
+
+    passed: bool
+    max_abs_error: float
+    max_rel_error: float
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file stored in the bundle beside ``run.json`` (trace, .neff, .ntff, .pb ...)."""
+
+    path: str
+    kind: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """Everything measured for one variant of a scenario."""
+
+    name: str
+    status: VariantStatus
+    description: str = ""
+    error: str | None = None
+    first_call_us: float | None = None
+    compile_time_us: float | None = None
+    samples_us: tuple[float, ...] = ()
+    calls_per_sample: int = 1
+    correctness: Correctness | None = None
+    ops: tuple[OpRow, ...] = ()
+    time_basis: TimeBasis = TimeBasis.CPU
+    profiled_steps: int = 0
+    op_dispatch_count: int | None = None
+    device_event_count: int | None = None
+    bytes_per_call: int = 0
+    flops_per_call: int = 0
+    trace_path: str | None = None
+    artifacts: tuple[Artifact, ...] = ()
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The software and hardware fingerprint a run was measured on."""
+
+    hostname: str
+    platform: str
+    python_version: str
+    cpu_model: str
+    cpu_count: int
+    torch_version: str | None = None
+    torch_threads: int | None = None
+    device_name: str | None = None
+    cuda_version: str | None = None
+    driver_version: str | None = None
+    torch_neuronx_version: str | None = None
+    neuronx_cc_version: str | None = None
+
+
+@dataclass(frozen=True)
+class DevicePeak:
+    """The roofline ceilings for the device, and where each figure came from."""
+
+    bandwidth_bytes_per_s: float | None
+    flops_per_s: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class GitInfo:
+    """The source tree a run was made from (None when not in a git checkout)."""
+
+    sha: str | None
+    dirty: bool | None
+
+
+@dataclass(frozen=True)
+class ScenarioInfo:
+    """Which workload ran, with which parameters (shape, dtype, seed ...)."""
+
+    name: str
+    description: str
+    parameters: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How timing and profiling were done, so every figure says what produced it."""
+
+    warmup_iters: int
+    samples: int
+    calls_per_sample: int
+    profile_wait: int
+    profile_warmup: int
+    profile_active: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run bundle's ``run.json``."""
+
+    schema_version: int
+    run_id: str
+    created_utc: str
+    label: str
+    source: RunSource
+    reportgen_version: str
+    device: DeviceKind
+    git: GitInfo
+    environment: Environment
+    peak: DevicePeak
+    scenario: ScenarioInfo
+    variants: tuple[VariantResult, ...]
+    settings: MeasureSettings | None = None
+    notes: tuple[str, ...] = ()
+
+    def variant(self, name: str) -> VariantResult | None:
+        """The variant called ``name``, or None."""
+        return next((v for v in self.variants if v.name == name), None)
+
+    @property
+    def ok(self) -> bool:
+        """True when every variant ran and matched the reference."""
+        return all(v.status is VariantStatus.OK for v in self.variants)

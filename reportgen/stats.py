@@ -1,0 +1,116 @@
+"""Pure statistics over timing samples: summaries, ratios and their confidence intervals.
+
+Method (stated in every report): per-call time is the median of the samples; a ratio of two
+variants' medians gets a 95 % percentile-bootstrap interval (resampling each side's samples
+independently, ``BOOTSTRAP_RESAMPLES`` times, fixed seed so builds are reproducible).
+Medians resist the heavy right tail that page faults and preemption put on CPU timings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 20261130
+METHOD = (
+    f"median of samples; {int(CONFIDENCE * 100)} % percentile-bootstrap interval "
+    f"({BOOTSTRAP_RESAMPLES} resamples, fixed seed) on the ratio of medians"
+)
+
+
+@dataclass(frozen=True)
+class SampleSummary:
+    """Location and spread of one variant's per-call timing samples."""
+
+    n: int
+    median_us: float
+    mean_us: float
+    stdev_us: float
+    min_us: float
+    max_us: float
+    p10_us: float
+    p90_us: float
+    ci_low_us: float
+    ci_high_us: float
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation (stdev / mean)."""
+        return self.stdev_us / self.mean_us if self.mean_us > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``numerator / denominator`` of two medians with its bootstrap confidence interval."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n_numerator: int
+    n_denominator: int
+
+    def excludes(self, x: float) -> bool:
+        """True when ``x`` lies outside the confidence interval."""
+        return not (self.ci_low <= x <= self.ci_high)
+
+
+def summarize(samples_us: tuple[float, ...] | list[float]) -> SampleSummary | None:
+    """Summary of the samples, with a bootstrap CI of the median; None when there are none."""
+    if not samples_us:
+        return None
+    a = np.asarray(samples_us, dtype=float)
+    lo, hi = _bootstrap_interval(np.median(_resample(a), axis=1))
+    return SampleSummary(
+        n=int(a.size),
+        median_us=float(np.median(a)),
+        mean_us=float(a.mean()),
+        stdev_us=float(a.std(ddof=1)) if a.size > 1 else 0.0,
+        min_us=float(a.min()),
+        max_us=float(a.max()),
+        p10_us=float(np.percentile(a, 10)),
+        p90_us=float(np.percentile(a, 90)),
+        ci_low_us=lo,
+        ci_high_us=hi,
+    )
+
+
+def ratio_of_medians(numerator_us: tuple[float, ...], denominator_us: tuple[float, ...]) -> Ratio | None:
+    """median(numerator) / median(denominator) with a bootstrap CI; None if either side is empty or zero."""
+    if not numerator_us or not denominator_us:
+        return None
+    num = np.asarray(numerator_us, dtype=float)
+    den = np.asarray(denominator_us, dtype=float)
+    if np.median(den) <= 0:
+        return None
+    rng = np.random.default_rng(SEED)
+    num_meds = np.median(_resample(num, rng), axis=1)
+    den_meds = np.median(_resample(den, rng), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = num_meds / den_meds
+    ratios = ratios[np.isfinite(ratios)]
+    lo, hi = _bootstrap_interval(ratios)
+    return Ratio(
+        value=float(np.median(num) / np.median(den)),
+        ci_low=lo,
+        ci_high=hi,
+        n_numerator=int(num.size),
+        n_denominator=int(den.size),
+    )
+
+
+def _resample(a: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+    rng = rng if rng is not None else np.random.default_rng(SEED)
+    idx = rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))
+    return a[idx]
+
+
+def _bootstrap_interval(estimates: np.ndarray) -> tuple[float, float]:
+    if estimates.size == 0:
+        return (math.nan, math.nan)
+    tail = (1.0 - CONFIDENCE) / 2 * 100
+    lo, hi = np.percentile(estimates, [tail, 100 - tail])
+    return (float(lo), float(hi))

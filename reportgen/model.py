@@ -63,8 +63,8 @@ class Correctness:
     """Comparison of a variant's output with the scenario's reference."""
 
     passed: bool
-    max_abs_error: float
-    max_rel_error: float
+    max_abs_error: float | None  # None when not comparable (wrong shape, non-finite output)
+    max_rel_error: float | None
     atol: float
     rtol: float
 
@@ -118,6 +118,7 @@ class Environment:
     driver_version: str | None = None
     torch_neuronx_version: str | None = None
     neuronx_cc_version: str | None = None
+    load_average_1m: float | None = None  # host load when profiling began: other work skews timings
 
 
 @dataclass(frozen=True)

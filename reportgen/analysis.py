@@ -1,0 +1,480 @@
+"""Pure analysis of run bundles for the report: no disk, no matplotlib, dataclasses in and out.
+
+Everything a page shows is computed here: the op breakdown and its hotspot, per-variant timing
+summaries, speedups with bootstrap intervals, achieved bandwidth against the roofline, the
+evidence of fusion, the history series across runs, and the lane layout of a timeline snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from reportgen import stats
+from reportgen.model import OpRow, Run, RunSource, TimeBasis, VariantResult, VariantStatus
+
+BASELINE_VARIANT = "naive"
+FUSED_VARIANT = "fused"
+COMPILED_VARIANT = "compiled"
+MAX_OP_ROWS = 20
+"""Op-table rows shown per variant; the rest are summed into one "other ops" line."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Op breakdown
+
+
+@dataclass(frozen=True)
+class OpLine:
+    """One op-table row as the article shows it: totals over the profiled steps."""
+
+    name: str
+    calls: int
+    self_device_us: float
+    total_device_us: float
+    share: float
+    per_call_us: float
+    input_shapes: str
+    is_hotspot: bool
+
+
+@dataclass(frozen=True)
+class OpBreakdown:
+    """A variant's op table, sorted by self device time, with the hotspot and the device total."""
+
+    time_basis: TimeBasis
+    device_label: str
+    lines: tuple[OpLine, ...]
+    hidden_count: int
+    hidden_self_device_us: float
+    total_self_device_us: float
+    profiled_steps: int
+    step_overhead_us: float = 0.0
+    """Self time of the ``ProfilerStep*`` rows: host time between ops, not an op; kept out of the table."""
+
+    @property
+    def hotspot(self) -> OpLine | None:
+        """The op with the largest self device time, or None for an empty table."""
+        return next((line for line in self.lines if line.is_hotspot), None)
+
+
+def is_step_row(name: str) -> bool:
+    """True for key_averages' ``ProfilerStep*`` rows: the step wrapper, whose self time is loop overhead."""
+    return name.startswith("ProfilerStep")
+
+
+def device_label(basis: TimeBasis) -> str:
+    """Column label for "device time": the CPU itself on a CPU run, so say so."""
+    return "CPU (device)" if basis is TimeBasis.CPU else "device"
+
+
+def _device_times(row: OpRow, basis: TimeBasis) -> tuple[float, float]:
+    """(self, total) device time of ``row`` under ``basis``."""
+    if basis is TimeBasis.CPU:
+        return row.self_cpu_us, row.total_cpu_us
+    return row.self_device_us, row.total_device_us
+
+
+def op_breakdown(v: VariantResult, max_rows: int = MAX_OP_ROWS) -> OpBreakdown:
+    """The op table of ``v``: share = self device time / sum of self device times in the variant."""
+    timed = [(row, *_device_times(row, v.time_basis)) for row in v.ops if not is_step_row(row.name)]
+    overhead = sum(_device_times(row, v.time_basis)[0] for row in v.ops if is_step_row(row.name))
+    timed.sort(key=lambda t: (-t[1], -t[2], t[0].name))
+    total = sum(t[1] for t in timed)
+    lines = tuple(
+        OpLine(
+            name=row.name,
+            calls=row.calls,
+            self_device_us=self_us,
+            total_device_us=total_us,
+            share=self_us / total if total > 0 else 0.0,
+            per_call_us=self_us / row.calls if row.calls > 0 else 0.0,
+            input_shapes=row.input_shapes,
+            is_hotspot=(i == 0 and self_us > 0),
+        )
+        for i, (row, self_us, total_us) in enumerate(timed[:max_rows])
+    )
+    hidden = timed[max_rows:]
+    return OpBreakdown(
+        time_basis=v.time_basis,
+        device_label=device_label(v.time_basis),
+        lines=lines,
+        hidden_count=len(hidden),
+        hidden_self_device_us=sum(t[1] for t in hidden),
+        total_self_device_us=total,
+        profiled_steps=v.profiled_steps,
+        step_overhead_us=overhead,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing, roofline, fusion evidence
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Achieved bandwidth of a memory-bound op against the device's peak."""
+
+    bytes_per_call: int
+    achieved_bytes_per_s: float | None
+    peak_bytes_per_s: float | None
+    fraction_of_peak: float | None
+    floor_us: float | None
+    """The fastest a call could be at peak bandwidth: bytes moved / peak."""
+
+
+def roofline(bytes_per_call: int, median_us: float | None, peak_bytes_per_s: float | None) -> Roofline:
+    """Bandwidth achieved = bytes per call / median per-call time; fraction = achieved / peak."""
+    achieved = bytes_per_call / (median_us * 1e-6) if bytes_per_call > 0 and median_us else None
+    usable_peak = peak_bytes_per_s if peak_bytes_per_s and peak_bytes_per_s > 0 else None
+    fraction = achieved / usable_peak if achieved is not None and usable_peak else None
+    floor = bytes_per_call / usable_peak * 1e6 if usable_peak and bytes_per_call > 0 else None
+    return Roofline(bytes_per_call, achieved, usable_peak, fraction, floor)
+
+
+@dataclass(frozen=True)
+class VariantView:
+    """Everything the page says about one variant."""
+
+    name: str
+    description: str
+    status: VariantStatus
+    error: str | None
+    timing: stats.SampleSummary | None
+    calls_per_sample: int
+    ops: OpBreakdown
+    roofline: Roofline
+    op_dispatch_count: int | None
+    device_event_count: int | None
+    compile_time_us: float | None
+    first_call_us: float | None
+    correctness_passed: bool | None
+    max_abs_error: float | None
+    max_rel_error: float | None
+    atol: float | None
+    rtol: float | None
+    trace_path: str | None
+
+    @property
+    def ran(self) -> bool:
+        """True unless the variant failed outright."""
+        return self.status is not VariantStatus.FAILED
+
+
+def variant_view(v: VariantResult, peak_bytes_per_s: float | None) -> VariantView:
+    """The analysed view of one variant."""
+    timing = stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
+    c = v.correctness
+    return VariantView(
+        name=v.name,
+        description=v.description,
+        status=v.status,
+        error=v.error,
+        timing=timing,
+        calls_per_sample=v.calls_per_sample,
+        ops=op_breakdown(v),
+        roofline=roofline(v.bytes_per_call, timing.median_us if timing else None, peak_bytes_per_s),
+        op_dispatch_count=v.op_dispatch_count,
+        device_event_count=v.device_event_count,
+        compile_time_us=v.compile_time_us,
+        first_call_us=v.first_call_us,
+        correctness_passed=c.passed if c else None,
+        max_abs_error=c.max_abs_error if c else None,
+        max_rel_error=c.max_rel_error if c else None,
+        atol=c.atol if c else None,
+        rtol=c.rtol if c else None,
+        trace_path=v.trace_path,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Speedups
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """How many times faster ``target`` is than ``baseline``: median(baseline) / median(target)."""
+
+    target: str
+    baseline: str
+    ratio: stats.Ratio
+    target_status: VariantStatus
+
+
+def baseline_name(run: Run) -> str | None:
+    """"naive" when it ran, else the first variant that has timing samples."""
+    timed = [v for v in run.variants if v.samples_us and v.status is not VariantStatus.FAILED]
+    if any(v.name == BASELINE_VARIANT for v in timed):
+        return BASELINE_VARIANT
+    return timed[0].name if timed else None
+
+
+def speedups(run: Run) -> tuple[Speedup, ...]:
+    """Every timed variant against the baseline, then compiled against fused when both ran."""
+    base_name = baseline_name(run)
+    if base_name is None:
+        return ()
+    base = run.variant(base_name)
+    assert base is not None
+    pairs = [(v, base) for v in run.variants if v.name != base_name]
+    fused, compiled = run.variant(FUSED_VARIANT), run.variant(COMPILED_VARIANT)
+    if fused is not None and compiled is not None and base_name not in (FUSED_VARIANT, COMPILED_VARIANT):
+        pairs.append((compiled, fused))
+    out = []
+    for target, baseline in pairs:
+        if target.status is VariantStatus.FAILED or baseline.status is VariantStatus.FAILED:
+            continue
+        ratio = stats.ratio_of_medians(baseline.samples_us, target.samples_us)
+        if ratio is not None:
+            out.append(Speedup(target.name, baseline.name, ratio, target.status))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole run
+
+
+@dataclass(frozen=True)
+class RunView:
+    """The analysed run: what a run page and the index's latest summary show."""
+
+    run: Run
+    variants: tuple[VariantView, ...]
+    speedups: tuple[Speedup, ...]
+    baseline: str | None
+    has_samples: bool
+    imported: bool
+    any_problem: bool
+    method: str
+
+    def gain(self, variant: str) -> Speedup | None:
+        """The speedup of ``variant`` over this run's baseline, if it was measured."""
+        return next((s for s in self.speedups if s.target == variant and s.baseline == self.baseline), None)
+
+
+def run_view(run: Run) -> RunView:
+    """Analyse ``run`` for rendering."""
+    views = tuple(variant_view(v, run.peak.bandwidth_bytes_per_s) for v in run.variants)
+    return RunView(
+        run=run,
+        variants=views,
+        speedups=speedups(run),
+        baseline=baseline_name(run),
+        has_samples=any(v.timing is not None for v in views),
+        imported=run.source is RunSource.IMPORT,
+        any_problem=not run.ok,
+        method=stats.METHOD,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# History across runs
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One run's median per-call time of one variant, and its speedup over the baseline."""
+
+    run_id: str
+    created_utc: str
+    median_us: float
+    ci_low_us: float
+    ci_high_us: float
+    speedup: float | None
+
+
+@dataclass(frozen=True)
+class HistorySeries:
+    """One variant's points across the runs of one group, oldest first."""
+
+    variant: str
+    points: tuple[HistoryPoint, ...]
+
+
+@dataclass(frozen=True)
+class HistoryGroup:
+    """Runs that are comparable: same device, device name, scenario and scenario parameters."""
+
+    key: str
+    title: str
+    device: str
+    scenario: str
+    parameters: tuple[tuple[str, str], ...]
+    run_ids: tuple[str, ...]
+    created_utc: tuple[str, ...]
+    series: tuple[HistorySeries, ...]
+
+
+def group_key(run: Run) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
+    """What must match for two runs to share a history line."""
+    params = tuple(sorted((k, v) for k, v in run.scenario.parameters.items() if k != "seed"))
+    return (run.device.value, run.environment.device_name or "", run.scenario.name, params)
+
+
+def _group_title(key: tuple[str, str, str, tuple[tuple[str, str], ...]]) -> str:
+    device, device_name, scenario, params = key
+    where = f"{device} ({device_name})" if device_name else device
+    shown = ", ".join(f"{k}={v}" for k, v in params)
+    return f"{scenario} on {where}" + (f" — {shown}" if shown else "")
+
+
+def history(runs: Sequence[Run]) -> tuple[HistoryGroup, ...]:
+    """Per group (sorted by title), per variant, the median time and speedup of every run that timed it."""
+    groups: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], list[Run]] = {}
+    for run in sorted(runs, key=lambda r: (r.created_utc, r.run_id)):
+        groups.setdefault(group_key(run), []).append(run)
+    out = [_history_group(key, members) for key, members in groups.items()]
+    return tuple(sorted(out, key=lambda g: g.title))
+
+
+def _history_group(key: tuple[str, str, str, tuple[tuple[str, str], ...]], runs: list[Run]) -> HistoryGroup:
+    names: list[str] = []
+    for run in runs:
+        names.extend(v.name for v in run.variants if v.name not in names)
+    points: dict[str, list[HistoryPoint]] = {n: [] for n in names}
+    for run in runs:
+        gains = {s.target: s.ratio.value for s in speedups(run) if s.baseline == baseline_name(run)}
+        for v in run.variants:
+            summary = stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
+            if summary is None:
+                continue
+            points[v.name].append(HistoryPoint(run.run_id, run.created_utc, summary.median_us,
+                                               summary.ci_low_us, summary.ci_high_us, gains.get(v.name)))
+    series = tuple(HistorySeries(n, tuple(points[n])) for n in names if points[n])
+    return HistoryGroup(
+        key="|".join([key[0], key[1], key[2], *(f"{k}={v}" for k, v in key[3])]),
+        title=_group_title(key),
+        device=key[0],
+        scenario=key[2],
+        parameters=key[3],
+        run_ids=tuple(r.run_id for r in runs),
+        created_utc=tuple(r.created_utc for r in runs),
+        series=series,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Timeline snapshot layout
+
+
+class LaneKind(str, Enum):
+    """Timeline rows, top to bottom, as a trace viewer or Neuron Explorer stacks them."""
+
+    FRAMEWORK = "framework"
+    RUNTIME = "runtime"
+    DEVICE = "device"
+    OTHER = "other"
+
+
+LANE_TITLES = {
+    LaneKind.FRAMEWORK: "framework ops",
+    LaneKind.RUNTIME: "runtime",
+    LaneKind.DEVICE: "device",
+    LaneKind.OTHER: "other",
+}
+MAX_DEPTH = 6
+"""Nesting levels drawn per lane; deeper calls are folded into the last level."""
+
+
+class EventLike(Protocol):
+    """The fields of reportgen.trace.TraceEvent that the layout needs."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def lane(self) -> str: ...
+    @property
+    def start_us(self) -> float: ...
+    @property
+    def duration_us(self) -> float: ...
+    @property
+    def tid(self) -> str: ...
+    @property
+    def correlation(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class TimelineBar:
+    """One drawn bar: lane, nesting depth, time relative to the window start."""
+
+    lane: LaneKind
+    depth: int
+    start_us: float
+    duration_us: float
+    name: str
+    folded: bool = False
+    """True when the call is nested deeper than MAX_DEPTH and drawn on the last row (not labelled)."""
+
+
+@dataclass(frozen=True)
+class TimelineLayout:
+    """Bars of one representative iteration, ready to draw, and the lanes' depths."""
+
+    window_start_us: float
+    window_us: float
+    step_name: str
+    bars: tuple[TimelineBar, ...]
+    lane_depths: tuple[tuple[LaneKind, int], ...]
+    event_count: int
+
+
+def _lane_of(ev: EventLike) -> LaneKind:
+    value = getattr(ev.lane, "value", ev.lane)
+    try:
+        return LaneKind(value)
+    except ValueError:
+        return LaneKind.OTHER
+
+
+def _encloses(ev: EventLike, start_us: float, end_us: float) -> bool:
+    """True for a wrapper event (the profiler's own span) that starts before and ends after the window."""
+    return ev.start_us < start_us and ev.start_us + ev.duration_us > end_us
+
+
+def timeline_layout(events: Sequence[EventLike], window_start_us: float, window_end_us: float,
+                    step_name: str = "") -> TimelineLayout:
+    """Lay out the events overlapping the window in lanes, nesting calls of one thread by depth."""
+    span = max(window_end_us - window_start_us, 1e-9)
+    bars: list[TimelineBar] = []
+    depths: dict[LaneKind, int] = {}
+    stacks: dict[tuple[LaneKind, str], list[float]] = {}
+    inside = [e for e in events if e.start_us < window_end_us and e.start_us + e.duration_us > window_start_us
+              and not _encloses(e, window_start_us, window_end_us) and not e.name.startswith("ProfilerStep#")]
+    for ev in sorted(inside, key=lambda e: (e.start_us, -e.duration_us, e.name)):
+        lane = _lane_of(ev)
+        stack = stacks.setdefault((lane, ev.tid), [])
+        while stack and stack[-1] <= ev.start_us:
+            stack.pop()
+        depth = min(len(stack), MAX_DEPTH - 1)
+        folded = len(stack) >= MAX_DEPTH
+        stack.append(ev.start_us + ev.duration_us)
+        start = max(ev.start_us, window_start_us) - window_start_us
+        end = min(ev.start_us + ev.duration_us, window_end_us) - window_start_us
+        bars.append(TimelineBar(lane, depth, start, max(end - start, 0.0), ev.name, folded))
+        depths[lane] = max(depths.get(lane, 0), depth + 1)
+    order = [k for k in LaneKind if k in depths]
+    return TimelineLayout(window_start_us, span, step_name, tuple(bars),
+                          tuple((k, depths[k]) for k in order), len(bars))
+
+
+def iteration_window(events: Sequence[EventLike], start_us: float, end_us: float) -> tuple[float, float]:
+    """A host step's window, extended to the end of the device work its runtime calls launched.
+
+    Device work runs asynchronously and often finishes after the host step ends; without this the
+    snapshot would cut off the kernels the step launched.
+    """
+    launched = {e.correlation for e in events if _lane_of(e) is LaneKind.RUNTIME and e.correlation is not None
+                and start_us <= e.start_us < end_us}
+    ends = [e.start_us + e.duration_us for e in events
+            if _lane_of(e) is LaneKind.DEVICE and e.correlation is not None and e.correlation in launched]
+    return start_us, max([end_us, *ends])
+
+
+def representative_step(steps: Sequence[EventLike]) -> EventLike | None:
+    """The profiler step of median duration (the last of equal ones): a typical iteration."""
+    if not steps:
+        return None
+    ordered = sorted(range(len(steps)), key=lambda i: (steps[i].duration_us, i))
+    return steps[ordered[len(ordered) // 2]]

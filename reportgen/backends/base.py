@@ -1,0 +1,123 @@
+"""What differs per device: placement, sync, profiler set-up, compile, fingerprint, roofline peak.
+
+Backends import torch lazily: importing this package never needs torch.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from reportgen.model import Artifact, DeviceKind, DevicePeak, TimeBasis
+
+PEAK_OVERRIDE_ENV = "REPORTGEN_PEAK_BANDWIDTH_GBPS"
+
+
+class Backend(abc.ABC):
+    """One device kind's way of running and profiling torch code."""
+
+    kind: DeviceKind
+    time_basis: TimeBasis
+
+    @abc.abstractmethod
+    def check_available(self) -> None:
+        """Raise DeviceUnavailable with a one-line reason when this device cannot be used here."""
+
+    @abc.abstractmethod
+    def torch_device(self) -> Any:
+        """The ``torch.device`` inputs are placed on."""
+
+    @abc.abstractmethod
+    def synchronize(self) -> None:
+        """Wait until all queued device work is done (timing and profiling need it)."""
+
+    @abc.abstractmethod
+    def profiler_activities(self) -> list[Any]:
+        """``torch.profiler.ProfilerActivity`` values to record."""
+
+    @abc.abstractmethod
+    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` under torch.compile with this device's backend."""
+
+    @abc.abstractmethod
+    def device_name(self) -> str:
+        """Human-readable device model."""
+
+    @abc.abstractmethod
+    def measure_peak(self) -> DevicePeak:
+        """Roofline ceiling for this device (measured or vendor figure, with its source)."""
+
+    def profile_session(self, out_dir: Path) -> AbstractContextManager[dict[str, Any]]:
+        """Context giving extra ``torch.profiler.profile`` kwargs; default: export a Chrome trace to out_dir."""
+        return _ChromeTraceSession(out_dir)
+
+    def collect_artifacts(self, out_dir: Path) -> tuple[Path | None, list[tuple[Path, str]]]:
+        """After profiling: (the Chrome trace file or None, [(device artifact, kind)])."""
+        traces = sorted(out_dir.glob("*.json"))
+        return (traces[0] if traces else None, [])
+
+    def environment_extras(self) -> dict[str, str | None]:
+        """Device-specific environment fields (versions, driver)."""
+        return {}
+
+    def peak_override(self) -> DevicePeak | None:
+        """A user-given bandwidth ceiling from $REPORTGEN_PEAK_BANDWIDTH_GBPS, if set."""
+        value = os.environ.get(PEAK_OVERRIDE_ENV)
+        if not value:
+            return None
+        from reportgen.errors import UsageError
+
+        try:
+            gbps = float(value)
+        except ValueError:
+            raise UsageError(f"${PEAK_OVERRIDE_ENV}={value!r}: expected a number of GB/s, e.g. 2900") from None
+        if not gbps > 0:
+            raise UsageError(f"${PEAK_OVERRIDE_ENV}={value!r}: must be a positive number of GB/s")
+        return DevicePeak(gbps * 1e9, None, f"user-given ${PEAK_OVERRIDE_ENV}={value}")
+
+
+class _ChromeTraceSession(AbstractContextManager[dict[str, Any]]):
+    """Default profiler session: ``on_trace_ready`` writes a Chrome trace into ``out_dir``."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+
+    def __enter__(self) -> dict[str, Any]:
+        out = self.out_dir
+
+        def export(prof: Any) -> None:
+            prof.export_chrome_trace(str(out / f"trace_step{prof.step_num}.json"))
+
+        return {"on_trace_ready": export}
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def artifact_for(path: Path, rel: str, kind: str) -> Artifact:
+    """An Artifact record for a file stored at bundle-relative ``rel``."""
+    return Artifact(path=rel, kind=kind, size_bytes=path.stat().st_size)
+
+
+def measure_copy_bandwidth(torch: Any, device: Any, synchronize: Callable[[], None], size_bytes: int,
+                           repeats: int = 5) -> tuple[float, str]:
+    """Best-of-N ``dst.copy_(src)`` bandwidth in bytes/s (read + write counted) and a description."""
+    import time
+
+    n = size_bytes // 4
+    src = torch.ones(n, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    synchronize()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        synchronize()
+        best = min(best, time.perf_counter() - t0)
+    mib = size_bytes // (1024 * 1024)
+    return (2 * n * 4 / best, f"measured at profile time: torch copy_ of {mib} MiB float32 (read + write), best of {repeats}")

@@ -1,0 +1,76 @@
+"""The CUDA backend (also ROCm builds of torch): CPU + CUDA activities, inductor, copy-benchmark peak."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+from reportgen.backends.base import Backend, measure_copy_bandwidth
+from reportgen.errors import DeviceUnavailable
+from reportgen.model import DeviceKind, DevicePeak, TimeBasis
+
+COPY_BENCH_BYTES = 2 * 1024 * 1024 * 1024
+
+
+class CudaBackend(Backend):
+    """Runs on GPU 0; device time comes from CUPTI kernel records."""
+
+    kind = DeviceKind.CUDA
+    time_basis = TimeBasis.DEVICE
+
+    def check_available(self) -> None:
+        from reportgen.backends import import_torch
+
+        torch = import_torch()
+        if not torch.cuda.is_available():
+            raise DeviceUnavailable("--device cuda: torch.cuda.is_available() is False here; "
+                                    "use --device cpu or a machine with an NVIDIA GPU and a CUDA build of torch")
+
+    def torch_device(self) -> Any:
+        import torch
+
+        return torch.device("cuda", 0)
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize()
+
+    def profiler_activities(self) -> list[Any]:
+        from torch.profiler import ProfilerActivity
+
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        import torch
+
+        return torch.compile(fn, backend="inductor")
+
+    def device_name(self) -> str:
+        import torch
+
+        return str(torch.cuda.get_device_name(0))
+
+    def measure_peak(self) -> DevicePeak:
+        import torch
+
+        override = self.peak_override()
+        if override:
+            return override
+        bw, how = measure_copy_bandwidth(torch, self.torch_device(), self.synchronize, COPY_BENCH_BYTES)
+        return DevicePeak(bw, None, how)
+
+    def environment_extras(self) -> dict[str, str | None]:
+        import torch
+
+        return {"cuda_version": torch.version.cuda or torch.version.hip, "driver_version": _nvidia_driver()}
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None

@@ -1,0 +1,554 @@
+"""``reportgen compare BASE HEAD``: the PR comment (GFM Markdown or JSON) and the CI exit code.
+
+Stages: resolve and load both runs (I/O) -> ``compare_runs`` (pure: refusals, per-variant
+changes with bootstrap intervals, op-table differences) -> ``render_markdown`` (Jinja template,
+shrunk to fit GitHub's comment limit) or ``comparison_json`` -> write atomically or print.
+
+A variant's change is ``median(head) / median(base) - 1`` with the 95 % bootstrap interval of
+``reportgen.stats.ratio_of_medians`` minus 1. It counts only when ``|change| >= threshold`` AND
+the interval excludes 0. A variant that was OK in base but failed or was incorrect in head is
+a regression too; variants on one side only are listed as added or removed, never regressions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+import os
+import sys
+import tempfile
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from reportgen import __version__
+from reportgen.bundle import load_run, resolve_run_dir
+from reportgen.codec import to_jsonable
+from reportgen.errors import CompareError, ExitCode, UsageError
+from reportgen.mdtext import md_escape
+from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
+from reportgen.stats import METHOD, ratio_of_medians
+
+COMPARE_SCHEMA_VERSION = 1
+"""Version of the ``--format json`` document."""
+
+MARKER = "<!-- reportgen-compare -->"
+"""Hidden line in every comment so CI can find and update its one comment."""
+
+GITHUB_COMMENT_LIMIT = 65_536
+MAX_COMMENT_CHARS = GITHUB_COMMENT_LIMIT - 1_536
+"""What the comment must fit in, counted in UTF-16 code units (as GitHub's limit is), with margin."""
+
+MAX_OP_CHANGES = 10
+"""How many of the largest self-time changes each variant's op diff keeps."""
+
+MAX_LISTED = 25
+"""The most ops the comment lists per list (added, removed, calls changed); JSON lists all."""
+
+MAX_NAMED_IN_VERDICT = 3
+CLIP_CHARS = 120
+"""Strings from runs are cut to this many characters in the comment (JSON keeps them whole)."""
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATE = "compare.md.j2"
+
+ENVIRONMENT_FIELDS = (
+    "torch_version",
+    "torch_neuronx_version",
+    "neuronx_cc_version",
+    "cuda_version",
+    "python_version",
+    "device_name",
+    "cpu_model",
+)
+"""Software/hardware fingerprint fields whose difference is warned about, not refused."""
+
+
+class Outcome(str, Enum):
+    """What happened to one variant between base and head."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    NO_CHANGE = "no significant change"
+    BROKEN = "broken"  # OK in base, failed or incorrect in head: a regression
+    FIXED = "fixed"  # not OK in base, OK in head
+    STILL_BROKEN = "still broken"
+    NO_SAMPLES = "no timing samples"
+    ADDED = "added"
+    REMOVED = "removed"
+
+
+class Verdict(str, Enum):
+    """The one-line answer of the comment."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no significant change"
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """Which run a side of the comparison is."""
+
+    run_id: str
+    label: str
+    created_utc: str
+    git_sha: str | None
+    device: str
+
+
+@dataclass(frozen=True)
+class VariantChange:
+    """One variant's base and head times and the change between them."""
+
+    name: str
+    outcome: Outcome
+    base_status: VariantStatus | None
+    head_status: VariantStatus | None
+    base_median_us: float | None = None
+    head_median_us: float | None = None
+    change_pct: float | None = None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    base_samples: int = 0
+    head_samples: int = 0
+
+    @property
+    def is_regression(self) -> bool:
+        """True for a significant slowdown or a variant that broke."""
+        return self.outcome in (Outcome.SLOWER, Outcome.BROKEN)
+
+
+class OpChangeKind(str, Enum):
+    """How an op's row differs between base and head."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+    CHANGED = "changed"
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """One op's calls and self time per profiled step in base and head (0 where absent)."""
+
+    name: str
+    kind: OpChangeKind
+    base_calls_per_step: float
+    head_calls_per_step: float
+    base_self_us_per_step: float
+    head_self_us_per_step: float
+
+    @property
+    def delta_self_us(self) -> float:
+        """Head minus base self time per step."""
+        return self.head_self_us_per_step - self.base_self_us_per_step
+
+
+@dataclass(frozen=True)
+class OpDiff:
+    """The op-table differences of one variant present on both sides."""
+
+    variant: str
+    base_time_basis: TimeBasis
+    head_time_basis: TimeBasis
+    added: tuple[OpChange, ...]
+    removed: tuple[OpChange, ...]
+    calls_changed: tuple[OpChange, ...]
+    largest_self_changes: tuple[OpChange, ...]
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to show."""
+        return not (self.added or self.removed or self.calls_changed or self.largest_self_changes)
+
+
+@dataclass(frozen=True)
+class VersionDifference:
+    """An environment field that differs: a warning, not a refusal."""
+
+    field: str
+    base: str | None
+    head: str | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything the comment and the JSON say, computed from two runs and a threshold."""
+
+    base: RunRef
+    head: RunRef
+    scenario: str
+    threshold_pct: float
+    variants: tuple[VariantChange, ...]
+    op_diffs: tuple[OpDiff, ...]
+    warnings: tuple[VersionDifference, ...]
+    method: str
+
+    @property
+    def regressions(self) -> tuple[VariantChange, ...]:
+        """Variants significantly slower, or broken, in head."""
+        return tuple(v for v in self.variants if v.is_regression)
+
+    @property
+    def improvements(self) -> tuple[VariantChange, ...]:
+        """Variants significantly faster, or fixed, in head."""
+        return tuple(v for v in self.variants if v.outcome in (Outcome.FASTER, Outcome.FIXED))
+
+    @property
+    def verdict(self) -> Verdict:
+        """Regression if any variant regressed, else improvement if any improved, else no change."""
+        if self.regressions:
+            return Verdict.REGRESSION
+        return Verdict.IMPROVEMENT if self.improvements else Verdict.NO_CHANGE
+
+
+# --- pure comparison -------------------------------------------------------------------------
+
+
+def compare_runs(base: Run, head: Run, threshold_pct: float) -> Comparison:
+    """Compare ``head`` against ``base``; CompareError when device or scenario differ."""
+    if not math.isfinite(threshold_pct) or threshold_pct < 0:
+        raise UsageError(f"--threshold {threshold_pct!r}: must be a finite number of percent >= 0")
+    check_comparable(base, head)
+    b, h = {v.name: v for v in base.variants}, {v.name: v for v in head.variants}
+    names = list(b) + [n for n in h if n not in b]
+    changes = tuple(variant_change(b.get(n), h.get(n), threshold_pct) for n in names)
+    diffs = _op_diffs(b, h, names)
+    return Comparison(
+        base=run_ref(base),
+        head=run_ref(head),
+        scenario=base.scenario.name,
+        threshold_pct=threshold_pct,
+        variants=changes,
+        op_diffs=diffs,
+        warnings=version_differences(base, head),
+        method=METHOD,
+    )
+
+
+def check_comparable(base: Run, head: Run) -> None:
+    """Refuse runs measured on different devices or with different scenario parameters."""
+    pairs: list[tuple[str, object, object]] = [
+        ("device", base.device.value, head.device.value),
+        ("scenario.name", base.scenario.name, head.scenario.name),
+    ]
+    keys = sorted(set(base.scenario.parameters) | set(head.scenario.parameters))
+    pairs += [(f"scenario.parameters.{k}", base.scenario.parameters.get(k), head.scenario.parameters.get(k)) for k in keys]
+    for field, b, h in pairs:
+        if b != h:
+            raise CompareError(
+                f"cannot compare {base.run_id} (base) with {head.run_id} (head): field '{_clip(field, 60)}' differs "
+                f"({_show(b)} vs {_show(h)}); compare runs of the same device and scenario parameters"
+            )
+
+
+def run_ref(run: Run) -> RunRef:
+    """The identifying fields of ``run``."""
+    return RunRef(run.run_id, run.label, run.created_utc, run.git.sha, run.device.value)
+
+
+def version_differences(base: Run, head: Run) -> tuple[VersionDifference, ...]:
+    """Environment fields (software versions, device and CPU names) that differ between the runs."""
+    out = []
+    for name in ENVIRONMENT_FIELDS:
+        b, h = getattr(base.environment, name), getattr(head.environment, name)
+        if b != h:
+            out.append(VersionDifference(name, b, h))
+    return tuple(out)
+
+
+def variant_change(base: VariantResult | None, head: VariantResult | None, threshold_pct: float) -> VariantChange:
+    """The outcome for one variant name, present on one or both sides."""
+    if base is None and head is None:
+        raise ValueError("variant_change needs at least one side")
+    if base is None or head is None:
+        side = head if base is None else base
+        assert side is not None
+        return VariantChange(
+            name=side.name,
+            outcome=Outcome.ADDED if base is None else Outcome.REMOVED,
+            base_status=base.status if base else None,
+            head_status=head.status if head else None,
+            base_median_us=_median(base),
+            head_median_us=_median(head),
+            base_samples=len(base.samples_us) if base else 0,
+            head_samples=len(head.samples_us) if head else 0,
+        )
+    timed = _timed_change(base, head, threshold_pct)
+    return replace(timed, outcome=_status_outcome(base.status, head.status) or timed.outcome)
+
+
+def _status_outcome(base: VariantStatus, head: VariantStatus) -> Outcome | None:
+    """The outcome decided by correctness alone, or None when both sides are OK."""
+    base_ok, head_ok = base is VariantStatus.OK, head is VariantStatus.OK
+    if base_ok and head_ok:
+        return None
+    if base_ok:
+        return Outcome.BROKEN
+    return Outcome.FIXED if head_ok else Outcome.STILL_BROKEN
+
+
+def _timed_change(base: VariantResult, head: VariantResult, threshold_pct: float) -> VariantChange:
+    """The timing change of a variant present on both sides (outcome from timing only)."""
+    ratio = ratio_of_medians(head.samples_us, base.samples_us)
+    common = dict(name=base.name, base_status=base.status, head_status=head.status,
+                  base_median_us=_median(base), head_median_us=_median(head),
+                  base_samples=len(base.samples_us), head_samples=len(head.samples_us))
+    if ratio is None:
+        return VariantChange(outcome=Outcome.NO_SAMPLES, **common)  # type: ignore[arg-type]
+    change = (ratio.value - 1) * 100
+    low, high = (ratio.ci_low - 1) * 100, (ratio.ci_high - 1) * 100
+    significant = abs(change) >= threshold_pct and math.isfinite(low) and math.isfinite(high) and ratio.excludes(1.0)
+    outcome = (Outcome.SLOWER if change > 0 else Outcome.FASTER) if significant else Outcome.NO_CHANGE
+    return VariantChange(outcome=outcome, change_pct=change, ci_low_pct=low, ci_high_pct=high,
+                         **common)  # type: ignore[arg-type]
+
+
+def _median(v: VariantResult | None) -> float | None:
+    if v is None or not v.samples_us:
+        return None
+    s = sorted(v.samples_us)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def _op_diffs(base: dict[str, VariantResult], head: dict[str, VariantResult], names: list[str]
+              ) -> tuple[OpDiff, ...]:
+    """Op-table differences of every variant present on both sides (empty ones left out)."""
+    out = []
+    for n in names:
+        b, h = base.get(n), head.get(n)
+        if b is not None and h is not None and (b.ops or h.ops):
+            d = op_diff(b, h)
+            if not d.empty:
+                out.append(d)
+    return tuple(out)
+
+
+def op_diff(base: VariantResult, head: VariantResult) -> OpDiff:
+    """Ops added or gone, calls changed, and the largest self-time changes, per profiled step."""
+    b, h = _op_totals(base), _op_totals(head)
+    changes = [
+        OpChange(
+            name=name,
+            kind=OpChangeKind.ADDED if name not in b else OpChangeKind.REMOVED if name not in h else OpChangeKind.CHANGED,
+            base_calls_per_step=b.get(name, (0.0, 0.0))[0],
+            head_calls_per_step=h.get(name, (0.0, 0.0))[0],
+            base_self_us_per_step=b.get(name, (0.0, 0.0))[1],
+            head_self_us_per_step=h.get(name, (0.0, 0.0))[1],
+        )
+        for name in list(b) + [n for n in h if n not in b]
+    ]
+    by_size = sorted((c for c in changes if c.delta_self_us != 0), key=lambda c: (-abs(c.delta_self_us), c.name))
+    return OpDiff(
+        variant=base.name,
+        base_time_basis=base.time_basis,
+        head_time_basis=head.time_basis,
+        added=tuple(c for c in changes if c.kind is OpChangeKind.ADDED),
+        removed=tuple(c for c in changes if c.kind is OpChangeKind.REMOVED),
+        calls_changed=tuple(c for c in changes if c.kind is OpChangeKind.CHANGED
+                            and c.base_calls_per_step != c.head_calls_per_step),
+        largest_self_changes=tuple(by_size[:MAX_OP_CHANGES]),
+    )
+
+
+def _op_totals(v: VariantResult) -> dict[str, tuple[float, float]]:
+    """Calls and self time (on the variant's time basis) per profiled step, summed by op name."""
+    steps = v.profiled_steps if v.profiled_steps > 0 else 1
+    totals: dict[str, tuple[float, float]] = {}
+    for row in v.ops:
+        calls, self_us = totals.get(row.name, (0.0, 0.0))
+        totals[row.name] = (calls + row.calls, self_us + _self_us(row, v.time_basis))
+    return {k: (c / steps, s / steps) for k, (c, s) in totals.items()}
+
+
+def _self_us(row: OpRow, basis: TimeBasis) -> float:
+    return row.self_device_us if basis is TimeBasis.DEVICE else row.self_cpu_us
+
+
+def _show(value: object) -> str:
+    return "absent" if value is None else repr(_clip(str(value), 60))
+
+
+def _clip(text: str, n: int = CLIP_CHARS) -> str:
+    """``text`` cut to ``n`` characters with an ellipsis."""
+    return text if len(text) <= n else text[: n - 1] + "\u2026"
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def comment_length(text: str) -> int:
+    """Length as GitHub counts it (UTF-16 code units), never less than the number of characters."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def run_page_url(site_url: str, run_id: str) -> str:
+    """The permanent page of ``run_id`` under the site root ``site_url``, percent-encoded for Markdown."""
+    parts = urllib.parse.urlsplit(site_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"--site-url {_clip(site_url, 60)!r}: expected an http(s) URL such as https://user.github.io/repo/")
+    root = urllib.parse.quote(site_url.rstrip("/"), safe=":/?#=&%~+,;@!$*")
+    return f"{root}/runs/{urllib.parse.quote(run_id, safe='')}/"
+
+
+def markdown_environment() -> jinja2.Environment:
+    """The Markdown Jinja environment: no autoescape (not HTML); every run string goes through ``md``."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = lambda s: md_escape(_clip(str(s)))
+    env.filters["md_whole"] = md_escape
+    env.filters["html"] = html_text
+    env.filters["us"] = format_us
+    env.filters["pct"] = format_pct
+    env.filters["calls"] = format_calls
+    return env
+
+
+def html_text(value: object) -> str:
+    """A run string for raw HTML inside the comment: clipped, HTML-escaped, with no live @mention."""
+    return html.escape(_clip(str(value)).replace("\n", " ")).replace("@", "@\u2060")
+
+
+def format_us(value: float | None) -> str:
+    """A time in µs with 4 significant digits, or an em dash."""
+    if value is None:
+        return "\u2014"
+    return f"{value:,.4g} µs" if value < 1e4 else f"{value:,.0f} µs"
+
+
+def format_pct(value: float | None) -> str:
+    """A signed percentage with one decimal, or an em dash."""
+    return "\u2014" if value is None or not math.isfinite(value) else f"{value:+.1f} %"
+
+
+def format_calls(value: float) -> str:
+    """Calls per step: an integer when whole."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """How much of the detail the comment keeps: variant rows and op-diff sections."""
+
+    rows: int
+    sections: int
+
+
+def render_markdown(comparison: Comparison, site_url: str | None = None,
+                    limit_chars: int = MAX_COMMENT_CHARS) -> str:
+    """The PR comment, shrunk to ``limit_chars``: op-diff sections go first, then variant rows; never the verdict."""
+    template = markdown_environment().get_template(TEMPLATE)
+    links = _links(comparison, site_url)
+
+    def render(cut: _Cut) -> str:
+        return template.render(c=comparison, links=links, rows=comparison.variants[: cut.rows],
+                               omitted_rows=len(comparison.variants) - cut.rows,
+                               sections=comparison.op_diffs[: cut.sections],
+                               omitted_sections=len(comparison.op_diffs) - cut.sections,
+                               marker=MARKER, version=__version__, max_listed=MAX_LISTED,
+                               max_named=MAX_NAMED_IN_VERDICT, Outcome=Outcome, Verdict=Verdict)
+
+    def fits(cut: _Cut) -> bool:
+        return comment_length(render(cut)) <= limit_chars
+
+    n_rows, n_sections = len(comparison.variants), len(comparison.op_diffs)
+    rows = _largest(lambda k: fits(_Cut(k, 0)), n_rows)
+    sections = _largest(lambda k: fits(_Cut(rows, k)), n_sections) if rows == n_rows else 0
+    return render(_Cut(rows, sections))
+
+
+def _largest(ok: Callable[[int], bool], upper: int) -> int:
+    """The largest k in [0, upper] with ok(k), for ok true up to some k and false after (ok(0) assumed).
+
+    Gallops up from 1 before bisecting, so the cost follows the size of the answer, not of ``upper``.
+    """
+    lo, step = 0, 1
+    while lo < upper and ok(min(lo + step, upper)):
+        lo = min(lo + step, upper)
+        step *= 2
+    hi = min(lo + step, upper) - 1 if lo < upper else upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _links(comparison: Comparison, site_url: str | None) -> dict[str, str] | None:
+    if not site_url:
+        return None
+    return {"base": run_page_url(site_url, comparison.base.run_id),
+            "head": run_page_url(site_url, comparison.head.run_id)}
+
+
+def comparison_json(comparison: Comparison, site_url: str | None = None) -> str:
+    """The same content as data: the full comparison (nothing truncated), versioned."""
+    doc: dict[str, Any] = {
+        "schema_version": COMPARE_SCHEMA_VERSION,
+        "kind": "reportgen-compare",
+        "reportgen_version": __version__,
+        "verdict": comparison.verdict.value,
+        "regressions": [v.name for v in comparison.regressions],
+        "improvements": [v.name for v in comparison.improvements],
+        "links": _links(comparison, site_url),
+        **to_jsonable(comparison),
+    }
+    return json.dumps(doc, indent=1, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def load_side(store: Path, ref: str) -> Run:
+    """The run that ``ref`` (id, folder, latest, latest~N) names."""
+    return load_run(resolve_run_dir(store, ref))
+
+
+def run_compare_command(args: argparse.Namespace, store: Path) -> int:
+    """CLI edge: load, compare, render, write; exit 1 on a regression with --fail-on-regression."""
+    base, head = load_side(store, args.base), load_side(store, args.head)
+    comparison = compare_runs(base, head, args.threshold)
+    for w in comparison.warnings:
+        print(f"reportgen: warning: environment.{w.field} differs: {_show(w.base)} (base) vs {_show(w.head)} (head)",
+              file=sys.stderr)
+    text = (comparison_json(comparison, args.site_url) if args.format == "json"
+            else render_markdown(comparison, args.site_url))
+    if args.output is not None:
+        try:
+            write_text_atomic(args.output, text)
+        except OSError as exc:
+            raise UsageError(f"--output {args.output}: cannot be written ({exc.strerror}); pick a writable path") from None
+    else:
+        sys.stdout.write(text)
+    if args.fail_on_regression and comparison.regressions:
+        return ExitCode.REGRESSION
+    return ExitCode.OK
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file next to ``path`` and rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,200 @@
+"""matplotlib figures for the site: per-variant bar chart, history chart, timeline snapshot.
+
+Figures are drawn on a private ``Figure`` (no pyplot global state) under fixed rcParams
+(DejaVu Sans, fixed DPI, no "Software" PNG metadata) so the same input gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from reportgen.analysis import LANE_TITLES, HistoryGroup, LaneKind, TimelineLayout, VariantView
+
+DPI = 100
+PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
+LANE_COLOURS = {
+    LaneKind.FRAMEWORK: "#4C72B0",
+    LaneKind.RUNTIME: "#DD8452",
+    LaneKind.DEVICE: "#55A868",
+    LaneKind.OTHER: "#8C8C8C",
+}
+_RC = {
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "svg.hashsalt": "reportgen",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+}
+
+
+@contextmanager
+def _figure(width_in: float, height_in: float) -> Iterator[Figure]:
+    """A fresh Agg figure under the fixed style."""
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(width_in, height_in), dpi=DPI)
+        FigureCanvasAgg(fig)
+        yield fig
+
+
+def _save(fig: Figure, path: Path) -> None:
+    """Write ``fig`` as a PNG without the software/time metadata that would break reproducibility."""
+    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+
+
+def colour_for(index: int) -> str:
+    """The palette colour of the variant at ``index`` (stable order: the run's variant order)."""
+    return PALETTE[index % len(PALETTE)]
+
+
+def bar_chart(variants: Sequence[VariantView], path: Path, title: str) -> None:
+    """Median time per call per variant, with the 95 % bootstrap interval of the median as error bars."""
+    height = 0.6 + 0.45 * max(len(variants), 1)
+    with _figure(7.5, height + 0.9) as fig:
+        ax = fig.add_subplot()
+        labels, medians, lows, highs, colours = [], [], [], [], []
+        for i, v in enumerate(variants):
+            labels.append(plain(v.name))
+            colours.append(colour_for(i))
+            if v.timing is None:
+                medians.append(0.0)
+                lows.append(0.0)
+                highs.append(0.0)
+            else:
+                medians.append(v.timing.median_us)
+                lows.append(max(v.timing.median_us - v.timing.ci_low_us, 0.0))
+                highs.append(max(v.timing.ci_high_us - v.timing.median_us, 0.0))
+        ys = list(range(len(labels)))
+        ax.barh(ys, medians, color=colours, xerr=[lows, highs], capsize=4, error_kw={"elinewidth": 1.2})
+        ax.set_yticks(ys, labels)
+        ax.invert_yaxis()
+        top = max((m + h for m, h in zip(medians, highs, strict=True)), default=1.0) or 1.0
+        ax.set_xlim(0, top * 1.3)
+        for y, v, m, h in zip(ys, variants, medians, highs, strict=True):
+            text = f"{m:,.1f} µs" if v.timing is not None else f"{v.status.value}: no timing"
+            ax.text(m + h + top * 0.01, y, text, va="center", fontsize=8)
+        ax.set_xlabel("median time per call (µs); error bars: 95 % bootstrap CI of the median")
+        ax.set_title(plain(title), fontsize=10, loc="left")
+        fig.tight_layout()
+        _save(fig, path)
+
+
+def history_chart(group: HistoryGroup, path: Path) -> None:
+    """Each variant's median time (with CI) and speedup across the group's runs, oldest left."""
+    run_ids = list(group.run_ids)
+    stamps = dict(zip(group.run_ids, group.created_utc, strict=True))
+    with _figure(9.0, 5.6) as fig:
+        ax_time, ax_gain = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+        for i, series in enumerate(group.series):
+            xs = [run_ids.index(p.run_id) for p in series.points]
+            meds = [p.median_us for p in series.points]
+            err = [[max(p.median_us - p.ci_low_us, 0.0) for p in series.points],
+                   [max(p.ci_high_us - p.median_us, 0.0) for p in series.points]]
+            ax_time.errorbar(xs, meds, yerr=err, marker="o", ms=4, capsize=3, color=colour_for(i),
+                             label=plain(series.variant))
+            gains = [(x, p.speedup) for x, p in zip(xs, series.points, strict=True) if p.speedup is not None]
+            if gains:
+                ax_gain.plot([g[0] for g in gains], [g[1] for g in gains], marker="o", ms=4, color=colour_for(i),
+                             label=plain(series.variant))
+        ax_time.set_ylabel("median µs per call")
+        ax_time.set_ylim(bottom=0)
+        ax_time.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        ax_time.set_title(plain(group.title), fontsize=10, loc="left")
+        ax_gain.set_ylabel("speedup vs baseline (×)")
+        ax_gain.set_title("speedup over the baseline (naive, or the first variant)", fontsize=8, loc="left")
+        ax_gain.axhline(1.0, color="#999999", lw=0.8, ls="--")
+        ax_gain.set_ylim(bottom=0)
+        step = max(1, len(run_ids) // 12)
+        ticks = list(range(0, len(run_ids), step))
+        ax_gain.set_xticks(ticks, [_short_time(stamps[run_ids[t]]) for t in ticks], rotation=30, ha="right", fontsize=7)
+        ax_gain.set_xlabel("run (oldest left)")
+        ax_gain.set_xlim(-0.5, max(len(run_ids) - 0.5, 0.5))
+        fig.tight_layout()
+        _save(fig, path)
+
+
+def _short_time(created_utc: str) -> str:
+    """``2026-11-30T04:55:00Z`` -> ``2026-11-30 04:55`` for a tick label."""
+    return plain(created_utc[:16].replace("T", " "))
+
+
+def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
+    """Lanes (framework, runtime, device) of one iteration, nested calls one row lower, labels where they fit."""
+    rows = _lane_rows(layout)
+    n_rows = max(len(rows), 1)
+    width_in = 11.0
+    with _figure(width_in, 1.0 + 0.32 * n_rows + 0.6) as fig:
+        ax = fig.add_subplot()
+        row_of = {key: i for i, key in enumerate(rows)}
+        _lane_bands(ax, rows)
+        label_end: dict[int, float] = {}
+        min_width = layout.window_us * 0.0015
+        for bar in layout.bars:
+            y = row_of[(bar.lane, bar.depth)]
+            ax.broken_barh([(bar.start_us, max(bar.duration_us, min_width))], (y - 0.4, 0.8),
+                           facecolors=LANE_COLOURS[bar.lane], edgecolor="white", linewidth=0.4)
+            if not bar.folded and bar.start_us >= label_end.get(y, -1.0):
+                if _label_bar(ax, bar.name, bar.start_us, bar.duration_us, y, layout.window_us, width_in):
+                    label_end[y] = bar.start_us + bar.duration_us
+        ax.set_yticks(range(len(rows)), [_row_label(lane, depth) for lane, depth in rows], fontsize=8)
+        ax.set_ylim(n_rows - 0.5, -0.5)
+        ax.set_xlim(0, layout.window_us)
+        ax.set_xlabel(f"time since the start of {layout.step_name or 'the trace'} (µs)")
+        ax.set_title(plain(title), fontsize=10, loc="left")
+        ax.grid(axis="x", color="#e5e5e5", lw=0.6)
+        ax.set_axisbelow(True)
+        if not layout.bars:
+            ax.text(0.5, 0.5, "no events in this window", transform=ax.transAxes, ha="center", va="center")
+        fig.tight_layout()
+        _save(fig, path)
+
+
+def plain(text: str) -> str:
+    """Text from a trace or a user made literal for matplotlib (no mathtext from '$')."""
+    return text.replace("$", r"\$")
+
+
+def _lane_bands(ax: Axes, rows: list[tuple[LaneKind, int]]) -> None:
+    """Shade every other lane so nested rows read as one lane."""
+    lanes = [lane for lane, _ in rows]
+    for i, lane in enumerate(dict.fromkeys(lanes)):
+        if i % 2:
+            first, last = lanes.index(lane), len(lanes) - 1 - lanes[::-1].index(lane)
+            ax.axhspan(first - 0.5, last + 0.5, color="#f3f4f6", zorder=0)
+
+
+def _lane_rows(layout: TimelineLayout) -> list[tuple[LaneKind, int]]:
+    return [(lane, d) for lane, depth in layout.lane_depths for d in range(depth)]
+
+
+def _row_label(lane: LaneKind, depth: int) -> str:
+    return LANE_TITLES[lane] if depth == 0 else f"↳ depth {depth}"
+
+
+def _label_bar(ax: Axes, name: str, start_us: float, duration_us: float, y: int, window_us: float,
+               width_in: float) -> bool:
+    """Write the op name inside its bar when it fits (else its last ``::`` part, else shortened); True if written."""
+    plot_width_px = width_in * DPI * 0.8
+    max_chars = int(duration_us / window_us * plot_width_px / 5.0) - 1
+    if max_chars < 3:
+        return False
+    short = name.rsplit("::", 1)[-1] or name
+    if len(name) <= max_chars:
+        text = name
+    elif len(short) <= max_chars:
+        text = short
+    elif max_chars >= 5:
+        text = short[: max_chars - 1] + "…"
+    else:
+        return False
+    ax.text(start_us + duration_us / 2, y, plain(text), ha="center", va="center", fontsize=6.5, color="white",
+            clip_on=True)
+    return True

@@ -1,0 +1,422 @@
+"""``reportgen build``: the versioned, append-only static report site.
+
+The build runs in stages, gathering everything before it writes anything:
+
+1. lock the site and read the old site's manifest (refusing a folder that is not a site);
+2. gather: load every stored run, hash its ``run.json``, decide per run whether its page is
+   reused from the old site (same hash, same renderer), rendered afresh, or carried over
+   because the run left the store (append-only: a page once published is never removed);
+3. render into a temporary folder next to the site: run pages, index, history charts,
+   ``latest/``, assets, manifest;
+4. swap the temporary folder into place; a failure at any stage leaves the old site as it was.
+
+Layout: ``index.html``, ``index.md``, ``runs/<run_id>/{index.html,report.md,*.png,data/}``,
+``latest/index.html``, ``history/*.png``, ``help/index.html``, ``assets/style.css``,
+``.nojekyll``, ``manifest.json``. Every link is relative, so the site works offline and under
+any sub-path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
+from reportgen import __version__, analysis, plots
+from reportgen.bundle import RUN_FILE, is_valid_run_id, list_run_dirs, load_run, parse_run_json, safe_component, slug
+from reportgen.errors import BundleError, ConflictError, SiteError, UsageError
+from reportgen.model import Run
+from reportgen.render import TEMPLATES_DIR, markdown_to_html, render_html, render_md
+
+SITE_SCHEMA_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+RUNS_DIR = "runs"
+DATA_DIR = "data"
+TMP_PREFIX = ".site-tmp-"
+OLD_PREFIX = ".site-old-"
+DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
+HELP_DOC = DOCS_DIR / "reading-a-report.md"
+_RENDERER_SOURCES = ("analysis.py", "plots.py", "render.py", "site.py")
+
+
+class PageOrigin(str, Enum):
+    """Where a run page in the new site comes from."""
+
+    RENDERED = "rendered"
+    REUSED = "reused"
+    CARRIED = "carried"
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One published run: its id, the hash of the run.json it was rendered from, and the renderer."""
+
+    run_id: str
+    run_json_sha256: str
+    renderer_version: str
+
+
+@dataclass(frozen=True)
+class SitePlan:
+    """Everything gathered before writing: the runs in page order and where each page comes from."""
+
+    runs: tuple[tuple[Run, ManifestEntry, PageOrigin, Path], ...]
+    """(run, manifest entry, origin, source folder: the bundle, or the old site's run folder)."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build did, for the CLI's one-line summary."""
+
+    out: Path
+    runs_total: int
+    rendered: int
+    reused: int
+    carried: int
+    pages_written: int
+
+    def summary(self) -> str:
+        """One line: pages written, runs, output folder."""
+        return (f"built {self.out}: {self.pages_written} page(s) written, {self.runs_total} run(s) "
+                f"({self.rendered} rendered, {self.reused} unchanged, {self.carried} kept from earlier builds)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
+def build_site(store: Path, out: Path, base_url: str) -> BuildResult:
+    """Build the site for every run in ``store`` into ``out``, atomically, keeping older run pages."""
+    base = normalise_base_url(base_url)
+    if not store.is_dir():
+        raise SiteError(f"{store}: no such results folder; run 'reportgen profile' first or pass --runs FOLDER")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _site_lock(out):
+        old_entries = read_manifest(out)
+        plan = gather(store, out, old_entries)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=TMP_PREFIX))
+        try:
+            os.chmod(tmp, 0o755)
+            pages = write_site(plan, tmp, base)
+            _swap(tmp, out)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    counts = {o: sum(1 for r in plan.runs if r[2] is o) for o in PageOrigin}
+    return BuildResult(out, len(plan.runs), counts[PageOrigin.RENDERED], counts[PageOrigin.REUSED],
+                       counts[PageOrigin.CARRIED], pages)
+
+
+def normalise_base_url(base_url: str) -> str:
+    """``/myrepo`` -> ``/myrepo/``; an absolute http(s) URL is kept; anything else is a usage error."""
+    if not (base_url.startswith("/") or base_url.startswith(("https://", "http://"))) or any(
+        c in base_url for c in "\"'<> \t\n\\"
+    ):
+        raise UsageError(f"--base-url {base_url!r}: expected a path like /myrepo/ or an http(s) URL")
+    return base_url if base_url.endswith("/") else base_url + "/"
+
+
+@contextlib.contextmanager
+def _site_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock beside the site for the whole build."""
+    lock_path = out.parent / f".{out.name}.lock"
+    with open(lock_path, "a+b") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConflictError(f"another reportgen build is writing {out}; wait for it to finish") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Rename the new site into place; the old one is moved aside first and deleted last."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    aside = Path(tempfile.mkdtemp(dir=out.parent, prefix=OLD_PREFIX))
+    os.rmdir(aside)
+    os.rename(out, aside)
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        os.rename(aside, out)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 1-2: the old manifest and the plan
+
+
+def read_manifest(out: Path) -> dict[str, ManifestEntry]:
+    """The old site's published runs by id; {} for no site or an empty folder; refuse anything else."""
+    if not out.exists():
+        return {}
+    if not out.is_dir():
+        raise SiteError(f"{out}: is a file, not a site folder; pass --out a folder")
+    path = out / MANIFEST_FILE
+    if not path.is_file():
+        if any(out.iterdir()):
+            raise SiteError(f"{out}: not empty and has no {MANIFEST_FILE}, so it is not a reportgen site; "
+                            "pass --out an empty or new folder (nothing was changed)")
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SiteError(f"{path}: unreadable ({exc}); restore it or build into a new folder") from None
+    return _parse_manifest(data, path)
+
+
+def _parse_manifest(data: object, path: Path) -> dict[str, ManifestEntry]:
+    """Validate the manifest JSON: version first, then each run entry."""
+    if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
+        raise SiteError(f"{path}: field 'schema_version' is missing; this is not a reportgen site manifest")
+    if data["schema_version"] > SITE_SCHEMA_VERSION:
+        raise SiteError(f"{path}: field 'schema_version' is {data['schema_version']}, newer than this reportgen "
+                        f"writes ({SITE_SCHEMA_VERSION}); upgrade reportgen")
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        raise SiteError(f"{path}: field 'runs' must be a list; restore the manifest or build into a new folder")
+    out: dict[str, ManifestEntry] = {}
+    for i, item in enumerate(runs):
+        fields = ("run_id", "run_json_sha256", "renderer_version")
+        if not isinstance(item, dict) or not all(isinstance(item.get(f), str) for f in fields):
+            raise SiteError(f"{path}: field 'runs[{i}]' must have string run_id, run_json_sha256, renderer_version")
+        if not is_valid_run_id(item["run_id"]):
+            raise SiteError(f"{path}: field 'runs[{i}].run_id' {item['run_id'][:60]!r} is not a safe folder name")
+        out[item["run_id"]] = ManifestEntry(item["run_id"], item["run_json_sha256"], item["renderer_version"])
+    return out
+
+
+def renderer_version() -> str:
+    """reportgen's version plus a digest of the templates and renderer code: a change re-renders pages."""
+    h = hashlib.sha256()
+    files = sorted(p for p in TEMPLATES_DIR.rglob("*") if p.is_file())
+    files += [Path(__file__).resolve().parent / name for name in _RENDERER_SOURCES]
+    for p in files:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+def gather(store: Path, out: Path, old: dict[str, ManifestEntry]) -> SitePlan:
+    """Load every stored run and decide, per run, whether to render, reuse or carry its page."""
+    version = renderer_version()
+    planned: dict[str, tuple[Run, ManifestEntry, PageOrigin, Path]] = {}
+    for bundle in list_run_dirs(store):
+        run = load_run(bundle)
+        entry = ManifestEntry(run.run_id, _sha256(bundle / RUN_FILE), version)
+        old_dir = out / RUNS_DIR / run.run_id
+        if old.get(run.run_id) == entry and (old_dir / "index.html").is_file():
+            planned[run.run_id] = (run, entry, PageOrigin.REUSED, old_dir)
+        else:
+            planned[run.run_id] = (run, entry, PageOrigin.RENDERED, bundle)
+    for run_id, entry in sorted(old.items()):
+        if run_id not in planned:
+            planned[run_id] = (_load_carried(out, run_id), entry, PageOrigin.CARRIED, out / RUNS_DIR / run_id)
+    ordered = sorted(planned.values(), key=lambda t: (t[0].created_utc, t[0].run_id))
+    return SitePlan(tuple(ordered))
+
+
+def _load_carried(out: Path, run_id: str) -> Run:
+    """The run.json copy kept in the old site for a run that is no longer in the store."""
+    path = out / RUNS_DIR / run_id / DATA_DIR / RUN_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise SiteError(f"{path}: missing, but {MANIFEST_FILE} lists run {run_id} and the store no longer has it; "
+                        "put the bundle back in the store or restore the site") from None
+    return parse_run_json(text, path)
+
+
+def _sha256(path: Path) -> str:
+    """Hex SHA-256 of a file."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 3: writing the new site
+
+
+def write_site(plan: SitePlan, root: Path, base_url: str) -> int:
+    """Write the whole site under ``root``; returns the number of HTML and Markdown pages written."""
+    pages = 0
+    (root / RUNS_DIR).mkdir()
+    for run, _entry, origin, source in plan.runs:
+        dest = root / RUNS_DIR / run.run_id
+        if origin is PageOrigin.RENDERED:
+            pages += write_run_page(run, source, dest)
+        else:
+            shutil.copytree(source, dest, copy_function=_link_or_copy)
+    runs = [r[0] for r in plan.runs]
+    pages += _write_index(runs, root, base_url)
+    _write_static(root)
+    _write_manifest(plan, root, base_url)
+    return pages
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard-link an unchanged file from the old site (fast, no extra space); copy across devices."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def write_run_page(run: Run, bundle: Path, dest: Path) -> int:
+    """A run's permanent folder: HTML page, Markdown report, charts, run.json and raw traces."""
+    dest.mkdir(parents=True)
+    view = analysis.run_view(run)
+    images = _run_images(view, bundle, dest)
+    downloads = _copy_data(run, bundle, dest)
+    context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../"}
+    (dest / "index.html").write_text(render_html("run.html", **context), encoding="utf-8")
+    (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
+    return 2
+
+
+@dataclass(frozen=True)
+class RunImages:
+    """File names (relative to the run folder) of a run page's images; None where none could be drawn."""
+
+    bars: str | None
+    timelines: dict[str, str]
+    timeline_notes: dict[str, str]
+
+
+def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
+    """Draw the bar chart and one timeline snapshot per variant that has a trace."""
+    bars = None
+    if view.has_samples:
+        bars = "time-per-variant.png"
+        plots.bar_chart(view.variants, dest / bars, f"{view.run.scenario.name}: median time per call")
+    timelines: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    for v in view.variants:
+        if v.trace_path is None:
+            notes[v.name] = "no trace stored for this variant"
+            continue
+        name = f"timeline-{safe_component(v.name, 60)}.png"
+        layout = _timeline_for(bundle / v.trace_path)
+        plots.timeline_chart(layout, dest / name, f"{v.name}: {layout.step_name or 'trace'} "
+                             f"({layout.event_count} events, {layout.window_us:,.1f} µs)")
+        timelines[v.name] = name
+    return RunImages(bars, timelines, notes)
+
+
+def _timeline_for(trace_file: Path) -> analysis.TimelineLayout:
+    """Read a stored trace and lay out its representative iteration (the whole trace if it has no steps)."""
+    from reportgen import trace as trace_reader
+
+    if not trace_file.is_file():
+        raise BundleError(f"{trace_file}: missing, but run.json names it as a trace; the bundle is incomplete")
+    tr = trace_reader.read_trace(trace_file)
+    step = analysis.representative_step(trace_reader.profiler_steps(tr))
+    if step is not None:
+        start, end = analysis.iteration_window(tr.events, step.start_us, step.start_us + step.duration_us)
+        label = step.name
+    elif tr.events:
+        start = min(e.start_us for e in tr.events)
+        end = max(e.start_us + e.duration_us for e in tr.events)
+        label = ""
+    else:
+        start, end, label = 0.0, 1.0, ""
+    events = trace_reader.events_in_window(tr, start, end)
+    return analysis.timeline_layout(events, start, end, label)
+
+
+@dataclass(frozen=True)
+class Downloads:
+    """Relative links of the raw data beside a run page."""
+
+    run_json: str
+    traces: dict[str, str]
+
+
+def _copy_data(run: Run, bundle: Path, dest: Path) -> Downloads:
+    """Copy run.json byte for byte and every variant's trace under ``data/`` (paths already validated)."""
+    data = dest / DATA_DIR
+    data.mkdir()
+    shutil.copyfile(bundle / RUN_FILE, data / RUN_FILE)
+    traces: dict[str, str] = {}
+    for v in run.variants:
+        if v.trace_path is None:
+            continue
+        target = data / v.trace_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            shutil.copyfile(bundle / v.trace_path, target)
+        traces[v.name] = f"{DATA_DIR}/{v.trace_path}"
+    return Downloads(f"{DATA_DIR}/{RUN_FILE}", traces)
+
+
+def _write_index(runs: list[Run], root: Path, base_url: str) -> int:
+    """index.html, index.md, history charts and the latest/ redirect."""
+    groups = analysis.history(runs)
+    history_dir = root / "history"
+    history_dir.mkdir()
+    charts: dict[str, str] = {}
+    for g in groups:
+        if not g.series:
+            continue
+        name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
+        plots.history_chart(g, history_dir / name)
+        charts[g.key] = f"history/{name}"
+    latest = analysis.run_view(runs[-1]) if runs else None
+    context = {"runs": list(reversed(runs)), "latest": latest, "groups": groups, "charts": charts,
+               "built_at": built_at(), "version": __version__, "base_url": base_url, "root": ""}
+    (root / "index.html").write_text(render_html("index.html", **context), encoding="utf-8")
+    (root / "index.md").write_text(render_md("index.md", **context), encoding="utf-8")
+    (root / "latest").mkdir()
+    (root / "latest" / "index.html").write_text(render_html("latest.html", latest=latest, root="../"),
+                                                encoding="utf-8")
+    help_html = markdown_to_html(HELP_DOC.read_text(encoding="utf-8"))
+    (root / "help").mkdir()
+    (root / "help" / "index.html").write_text(render_html("help.html", body=help_html, root="../"), encoding="utf-8")
+    return 4
+
+
+def built_at() -> str:
+    """The build time shown on the index: SOURCE_DATE_EPOCH when set (reproducible builds), else now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None:
+        try:
+            moment = datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise UsageError(f"SOURCE_DATE_EPOCH={epoch[:30]!r}: expected whole seconds since 1970") from None
+    else:
+        moment = datetime.now(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _write_static(root: Path) -> None:
+    """The stylesheet and the .nojekyll marker (GitHub Pages then serves every file as is)."""
+    (root / "assets").mkdir()
+    shutil.copyfile(TEMPLATES_DIR / "style.css", root / "assets" / "style.css")
+    (root / ".nojekyll").write_bytes(b"")
+
+
+def _write_manifest(plan: SitePlan, root: Path, base_url: str) -> None:
+    """manifest.json: what is published, from which run.json, rendered by which reportgen."""
+    data = {
+        "schema_version": SITE_SCHEMA_VERSION,
+        "generator": f"reportgen {__version__}",
+        "base_url": base_url,
+        "runs": [
+            {"run_id": e.run_id, "run_json_sha256": e.run_json_sha256, "renderer_version": e.renderer_version}
+            for e in sorted((r[1] for r in plan.runs), key=lambda e: e.run_id)
+        ],
+    }
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    (root / MANIFEST_FILE).write_text(text, encoding="utf-8")

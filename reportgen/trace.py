@@ -1,0 +1,592 @@
+"""The one reader of Chrome/Kineto trace files (``.json`` or ``.json.gz``): streaming, bounded, strict.
+
+The file is decoded in chunks and each element of ``traceEvents`` is parsed on its own, so a
+large trace never exists in memory as one list of dicts: only compact ``TraceEvent`` objects
+(with names, categories and thread ids shared) are kept.
+
+Times: the Chrome Trace Event Format defines ``ts`` and ``dur`` in microseconds whatever
+``displayTimeUnit`` says (that key only chooses how a viewer *displays* times), so times are
+kept as in the file and ``displayTimeUnit`` is recorded, not applied. Kineto writes ``ts``
+relative to ``baseTimeNanoseconds``; the absolute wall-clock time of an event is
+``base_time_ns / 1000 + start_us`` (``Trace.base_time_ns``), which is what aligns ranks.
+
+Every bad input (truncated gzip, invalid JSON, a JSON that is not a trace, missing or negative
+durations, unclosed ``B`` events, a gzip that expands past the size limit, non-UTF-8 bytes,
+deeply nested JSON, NaN times) is a ``TraceError`` with one line naming the file and the fault.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import json
+import math
+import os
+import re
+import zlib
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from operator import attrgetter
+from pathlib import Path
+from typing import IO, Any
+
+from reportgen.errors import TraceError
+
+DEFAULT_MAX_BYTES = 2 * 1024**3
+"""Largest uncompressed trace read (2 GiB); a gzip that expands past it is refused."""
+
+MAX_BYTES_ENV = "REPORTGEN_MAX_TRACE_BYTES"
+CHUNK_BYTES = 1 << 20
+MAX_ELEMENT_CHARS = 64 * 1024 * 1024
+"""Largest single JSON value (one event, or one top-level key's value) accepted."""
+
+STEP_NAME_RE = re.compile(r"ProfilerStep#\d+")
+TRACE_FILE_SUFFIXES = (".json.gz", ".json")
+
+
+class Lane(str, Enum):
+    """Which row of a timeline an event belongs to."""
+
+    FRAMEWORK = "framework"
+    RUNTIME = "runtime"
+    DEVICE = "device"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One duration event (``X``, or a matched ``B``/``E`` pair); times in microseconds."""
+
+    name: str
+    category: str
+    lane: Lane
+    start_us: float
+    duration_us: float
+    pid: str
+    tid: str
+    correlation: int | None
+    external_id: int | None
+
+    @property
+    def end_us(self) -> float:
+        """The event's end time."""
+        return self.start_us + self.duration_us
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A parsed trace: duration events sorted by (start, longest first) and what the file says about itself."""
+
+    source: str
+    events: tuple[TraceEvent, ...]
+    has_device_lane: bool
+    device_kind_hint: str
+    display_time_unit: str | None = None
+    base_time_ns: int | None = None
+    device_names: tuple[str, ...] = ()
+    process_names: dict[str, str] = field(default_factory=dict)
+    thread_names: dict[str, str] = field(default_factory=dict)
+    rank: int | None = None
+    world_size: int | None = None
+    cuda_runtime_version: int | None = None
+
+
+# Category -> lane. Kineto's activity names (libkineto ActivityType.cpp) plus older and non-Kineto spellings.
+_FRAMEWORK_CATS = frozenset({
+    "cpu_op", "user_annotation", "python_function", "operator", "cpu_instant_event", "python", "fwdbwd",
+})
+_DEVICE_CATS = frozenset({
+    "kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset", "cuda_sync",
+    "cuda_profiler_range", "mtia_ccp_events", "hpu_op",
+})
+DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+"""Device-lane categories that are work on the device (not annotations, syncs or profiler ranges)."""
+
+
+def lane_of(category: str) -> Lane:
+    """The timeline lane of a Chrome-trace category (case-insensitive)."""
+    cat = category.lower()
+    if cat in _FRAMEWORK_CATS:
+        return Lane.FRAMEWORK
+    if cat in _DEVICE_CATS:
+        return Lane.DEVICE
+    if cat.endswith(("_runtime", "_driver")) or cat in ("runtime", "driver", "nrt"):
+        return Lane.RUNTIME
+    if "neuron" in cat and any(k in cat for k in ("device", "hw", "hardware", "kernel", "exec")):
+        return Lane.DEVICE
+    if "neuron" in cat or cat.startswith("nrt"):
+        return Lane.RUNTIME
+    return Lane.OTHER
+
+
+def is_device_work(event: TraceEvent) -> bool:
+    """True for kernels, copies and fills on a device (what device time and kernel counts sum)."""
+    if event.lane is not Lane.DEVICE:
+        return False
+    cat = event.category.lower()
+    return cat in DEVICE_WORK_CATS or ("neuron" in cat and cat not in _DEVICE_CATS)
+
+
+def max_trace_bytes() -> int:
+    """The uncompressed size limit: $REPORTGEN_MAX_TRACE_BYTES, else DEFAULT_MAX_BYTES."""
+    raw = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise TraceError(f"environment variable {MAX_BYTES_ENV}={raw[:30]!r} is not a positive number of bytes")
+    return value
+
+
+def read_trace(path: Path, max_uncompressed_bytes: int = DEFAULT_MAX_BYTES) -> Trace:
+    """Read a Chrome/Kineto trace file, plain or gzip, refusing more than ``max_uncompressed_bytes``."""
+    return read_trace_copying(path, max_uncompressed_bytes, None)
+
+
+def read_trace_bytes(data: bytes, source: str) -> Trace:
+    """Read a trace held in memory (plain or gzip bytes); ``source`` names it in messages."""
+    return _read_stream(io.BytesIO(data), source, DEFAULT_MAX_BYTES, None)
+
+
+def read_trace_copying(path: Path, max_uncompressed_bytes: int, sink: Callable[[bytes], None] | None) -> Trace:
+    """Read a trace file and pass every uncompressed byte to ``sink`` (to store a copy in one pass)."""
+    source = str(path)
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise TraceError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{source}: is a folder; pass a trace file (.json or .json.gz)") from None
+    except OSError as exc:
+        raise TraceError(f"{source}: cannot be read ({exc.strerror})") from None
+    with fh:
+        return _read_stream(fh, source, max_uncompressed_bytes, sink)
+
+
+def profiler_steps(trace: Trace) -> list[TraceEvent]:
+    """The host-side ``ProfilerStep#N`` events, in time order."""
+    return [e for e in trace.events if e.lane is not Lane.DEVICE and STEP_NAME_RE.fullmatch(e.name)]
+
+
+def events_in_window(trace: Trace, start_us: float, end_us: float) -> list[TraceEvent]:
+    """Events that overlap ``[start_us, end_us)`` (zero-length ones that fall inside it), in trace order."""
+    events = trace.events
+    stop = bisect_left(events, end_us, key=attrgetter("start_us"))
+    return [e for e in events[:stop] if e.start_us + e.duration_us > start_us or e.start_us >= start_us]
+
+
+# ---------------------------------------------------------------------------------------------
+# Bytes: gzip sniffing, the size limit, UTF-8 decoding in chunks.
+
+
+def _read_stream(raw: IO[bytes], source: str, limit: int, sink: Callable[[bytes], None] | None) -> Trace:
+    head = raw.read(2)
+    raw.seek(0)
+    binary: IO[bytes] = raw
+    if head == b"\x1f\x8b":
+        binary = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+    chunks = _text_chunks(binary, source, limit, sink, gzipped=head == b"\x1f\x8b")
+    return _Parser(source, chunks).parse()
+
+
+def _text_chunks(binary: IO[bytes], source: str, limit: int, sink: Callable[[bytes], None] | None,
+                 gzipped: bool) -> Iterator[str]:
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    total = 0
+    first = True
+    while True:
+        block = _read_block(binary, source, gzipped)
+        total += len(block)
+        if total > limit:
+            raise TraceError(
+                f"{source}: expands past {limit} bytes uncompressed; refusing it (raise the limit with "
+                f"{MAX_BYTES_ENV} if the trace is genuine)"
+            )
+        if sink is not None and block:
+            sink(block)
+        try:
+            text = decoder.decode(block, final=not block)
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"{source}: not UTF-8 text (bad byte near offset {total - len(block) + exc.start}); "
+                             "a trace must be UTF-8 JSON") from None
+        if first and text:
+            text = text.removeprefix("\ufeff")
+            first = False
+        if not block:
+            if text:
+                yield text
+            return
+        if text:
+            yield text
+
+
+def _read_block(binary: IO[bytes], source: str, gzipped: bool) -> bytes:
+    try:
+        return binary.read(CHUNK_BYTES)
+    except EOFError:
+        raise TraceError(f"{source}: gzip data is truncated (the file ends before the gzip end marker); "
+                         "copy the file again") from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise TraceError(f"{source}: corrupt gzip data ({exc}); copy the file again") from None
+    except OSError as exc:
+        what = "gzip data" if gzipped else "file"
+        raise TraceError(f"{source}: cannot read the {what} ({exc})") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON: the top level by hand, each value with the C decoder.
+
+_WS = re.compile(r"[ \t\n\r]*")
+_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+_NUMBER_TYPES = (int, float)
+_MAX_TOKEN_TAIL = 16  # a partial literal/escape at the end of the buffer ('-Infinity', '\\ud83d\\ude00')
+_FLOW_PHASES = frozenset({"s", "t", "f"})
+_KEPT_TOP_KEYS = frozenset({
+    "displayTimeUnit", "baseTimeNanoseconds", "deviceProperties", "distributedInfo", "cuda_runtime_version",
+})
+
+
+class _Parser:
+    """Walks the top-level object by hand and decodes each event with ``json``'s C scanner."""
+
+    def __init__(self, source: str, chunks: Iterator[str]) -> None:
+        self.source = source
+        self.chunks = chunks
+        self.buf = ""
+        self.pos = 0
+        self.consumed = 0
+        self.eof = False
+        self.decode = json.JSONDecoder().raw_decode
+        self.events = _EventBuilder(source)
+        self.top: dict[str, Any] = {}
+        self.saw_events = False
+
+    # -- buffer ------------------------------------------------------------------------------
+
+    def more(self) -> bool:
+        """Append the next chunk to the buffer; False at end of input."""
+        if self.eof:
+            return False
+        chunk = next(self.chunks, None)
+        if chunk is None:
+            self.eof = True
+            return False
+        self.consumed += self.pos
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def skip_ws(self) -> str:
+        """Skip whitespace and return the next character ('' at end of input)."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def value(self) -> Any:
+        """Decode one complete JSON value at the cursor, reading more input until it is whole."""
+        while True:
+            try:
+                obj, end = self.decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if len(self.buf) - self.pos > MAX_ELEMENT_CHARS:
+                    raise self.fail(f"a single JSON value is larger than {MAX_ELEMENT_CHARS} characters") from None
+                if _is_incomplete(exc, len(self.buf)) and self.more():
+                    continue
+                raise self.fail(f"invalid or truncated JSON ({exc.msg}) at character {self.consumed + exc.pos}"
+                                ) from None
+            except RecursionError:
+                raise self.fail("JSON nested too deeply; this is not a trace") from None
+            if end >= len(self.buf) and self.more():
+                continue  # a number or literal may continue in the next chunk
+            self.pos = end
+            return obj
+
+    def expect(self, chars: str, where: str) -> str:
+        """Consume one of ``chars`` after whitespace, or fail naming what was found."""
+        c = self.skip_ws()
+        if not c or c not in chars:
+            found = repr(c) if c else "end of file"
+            raise self.fail(f"invalid or truncated JSON: expected {' or '.join(map(repr, chars))} {where}, "
+                            f"found {found} at character {self.consumed + self.pos}")
+        self.pos += 1
+        return c
+
+    def fail(self, problem: str) -> TraceError:
+        return TraceError(f"{self.source}: {problem}")
+
+    # -- grammar -----------------------------------------------------------------------------
+
+    def parse(self) -> Trace:
+        """Parse the whole input and build the Trace."""
+        c = self.skip_ws()
+        if c == "{":
+            self.pos += 1
+            self.parse_object()
+        elif c == "[":
+            self.pos += 1
+            self.parse_events()
+        elif not c:
+            raise self.fail("is empty; expected a Chrome trace (a JSON object with 'traceEvents')")
+        else:
+            raise self.fail("does not start with '{' or '['; expected a Chrome/Kineto trace "
+                            "(a JSON object with 'traceEvents')")
+        if self.skip_ws():
+            raise self.fail(f"has extra data after the JSON value at character {self.consumed + self.pos}")
+        if not self.saw_events:
+            raise self.fail("has no 'traceEvents' list; this JSON is not a Chrome/Kineto trace")
+        return self.events.build(self.top)
+
+    def parse_object(self) -> None:
+        if self.skip_ws() == "}":
+            self.pos += 1
+            return
+        while True:
+            if self.skip_ws() != '"':
+                self.expect('"', "(an object key)")
+            key = self.value()
+            self.expect(":", f"after key {key[:40]!r}")
+            if key == "traceEvents":
+                if self.skip_ws() != "[":
+                    raise self.fail("field 'traceEvents' is not a list; this is not a Chrome/Kineto trace")
+                self.pos += 1
+                self.parse_events()
+            else:
+                self.skip_ws()
+                val = self.value()
+                if key in _KEPT_TOP_KEYS:
+                    self.top[key] = val
+            if self.expect(",}", "between top-level fields") == "}":
+                return
+
+    def parse_events(self) -> None:
+        self.saw_events = True
+        if self.skip_ws() == "]":
+            self.pos += 1
+            return
+        add = self.events.add
+        comma = _COMMA.match
+        while True:
+            add(self.value())
+            m = comma(self.buf, self.pos)
+            if m is not None and m.end() < len(self.buf):
+                self.pos = m.end()
+                continue
+            if self.expect(",]", "between events") == "]":
+                return
+            self.skip_ws()
+
+
+# ---------------------------------------------------------------------------------------------
+# Events: validation, B/E matching, flow binding, lanes, device-kind hint.
+
+
+class _EventBuilder:
+    """Turns decoded event dicts into compact TraceEvents, validating as it goes."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.out: list[TraceEvent] = []
+        self.count = 0
+        self.strings: dict[Any, str] = {}
+        self.lanes: dict[str, Lane] = {}
+        self.open_b: dict[tuple[str, str], list[tuple[dict[str, Any], float]]] = {}
+        self.flows: dict[tuple[str, str, float], int] = {}
+        self.process_names: dict[str, str] = {}
+        self.thread_names: dict[str, str] = {}
+        self.runtime_names: set[str] = set()
+
+    def fail(self, obj: Any, problem: str) -> TraceError:
+        name = obj.get("name") if isinstance(obj, dict) else None
+        what = f"event #{self.count}" + (f" ({str(name)[:60]!r})" if name is not None else "")
+        return TraceError(f"{self.source}: {what}: {problem}")
+
+    def text(self, value: Any) -> str:
+        """A shared str for a name/category/pid/tid value (traces repeat them millions of times)."""
+        try:
+            s = self.strings.get(value)
+        except TypeError:
+            s = None
+        if s is None:
+            s = value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) else ""
+            if "\x00" in s:
+                s = s.replace("\x00", "\ufffd")
+            try:
+                self.strings[value] = s
+            except TypeError:
+                pass
+        return s
+
+    def add(self, obj: Any) -> None:
+        self.count += 1
+        if type(obj) is not dict:
+            raise self.fail(obj, f"is {type(obj).__name__}, not an object; this is not a Chrome trace event")
+        ph = obj.get("ph")
+        if ph == "X":
+            self.add_complete(obj)
+        elif ph == "B" or ph == "E":
+            self.add_begin_end(obj, ph)
+        elif ph in _FLOW_PHASES:
+            self.add_flow(obj)
+        elif ph == "M":
+            self.add_metadata(obj)
+        elif ph is None:
+            raise self.fail(obj, "field 'ph' is missing; every Chrome trace event has a phase")
+
+    def number(self, obj: dict[str, Any], key: str) -> float:
+        value: Any = obj.get(key)
+        if type(value) not in _NUMBER_TYPES:
+            if value is None:
+                raise self.fail(obj, f"field '{key}' is missing")
+            raise self.fail(obj, f"field '{key}' is {str(value)[:30]!r}, expected a number of microseconds")
+        if not math.isfinite(value):
+            raise self.fail(obj, f"field '{key}' is {value}, expected a finite number")
+        return float(value)
+
+    def add_complete(self, obj: dict[str, Any]) -> None:
+        ts = self.number(obj, "ts")
+        dur = self.number(obj, "dur")
+        if dur < 0:
+            raise self.fail(obj, f"field 'dur' is negative ({dur}); durations must be >= 0")
+        self.emit(obj, obj.get("args"), ts, dur)
+
+    def emit(self, obj: dict[str, Any], args: Any, ts: float, dur: float) -> None:
+        cat = self.text(obj.get("cat", ""))
+        lane = self.lanes.get(cat)
+        if lane is None:
+            lane = self.lanes[cat] = lane_of(cat)
+        name = self.text(obj.get("name", ""))
+        if lane is Lane.RUNTIME:
+            self.runtime_names.add(name)
+        corr = ext = None
+        if type(args) is dict:
+            corr = args.get("correlation")
+            ext = args.get("External id")
+            if type(corr) is not int:
+                corr = None
+            if type(ext) is not int:
+                ext = None
+        self.out.append(TraceEvent(name, cat, lane, ts, dur, self.text(obj.get("pid", "")),
+                                   self.text(obj.get("tid", "")), corr, ext))
+
+    def add_begin_end(self, obj: dict[str, Any], ph: str) -> None:
+        ts = self.number(obj, "ts")
+        key = (self.text(obj.get("pid", "")), self.text(obj.get("tid", "")))
+        stack = self.open_b.setdefault(key, [])
+        if ph == "B":
+            stack.append((obj, ts))
+            return
+        if not stack:
+            raise self.fail(obj, f"'E' event on pid {key[0]} tid {key[1]} has no matching 'B' event")
+        begin, start = stack.pop()
+        if ts < start:
+            raise self.fail(obj, f"'E' event ends before its 'B' event began (negative duration {ts - start})")
+        args = begin.get("args")
+        end_args = obj.get("args")
+        if type(end_args) is dict and end_args:
+            args = {**end_args, **args} if type(args) is dict else end_args
+        self.emit(begin, args, start, ts - start)
+
+    def add_flow(self, obj: dict[str, Any]) -> None:
+        if obj.get("cat") == "fwdbwd":
+            return  # forward-to-backward links, not launches
+        fid = obj.get("id")
+        ts: Any = obj.get("ts")
+        if type(fid) is int and type(ts) in _NUMBER_TYPES:
+            self.flows[(self.text(obj.get("pid", "")), self.text(obj.get("tid", "")), float(ts))] = fid
+
+    def add_metadata(self, obj: dict[str, Any]) -> None:
+        args = obj.get("args")
+        name = args.get("name") if type(args) is dict else None
+        if not isinstance(name, str):
+            return
+        pid = self.text(obj.get("pid", ""))
+        if obj.get("name") == "process_name":
+            self.process_names[pid] = name
+        elif obj.get("name") == "thread_name":
+            self.thread_names[f"{pid}/{self.text(obj.get('tid', ''))}"] = name
+
+    def build(self, top: dict[str, Any]) -> Trace:
+        for key, stack in self.open_b.items():
+            if stack:
+                begin, start = stack[0]
+                raise TraceError(f"{self.source}: 'B' event {str(begin.get('name', ''))[:60]!r} at ts {start} on "
+                                 f"pid {key[0]} tid {key[1]} is never closed by an 'E' event; the trace is truncated")
+        events = self.bind_flows(self.out)
+        self.out = []
+        # Two stable sorts give (start ascending, duration descending) without a key tuple per event.
+        events.sort(key=attrgetter("duration_us"), reverse=True)
+        events.sort(key=attrgetter("start_us"))
+        has_device = any(e.lane is Lane.DEVICE for e in events)
+        device_names = _device_names(top.get("deviceProperties"))
+        dist: dict[str, Any] = top["distributedInfo"] if type(top.get("distributedInfo")) is dict else {}
+        return Trace(
+            source=self.source,
+            events=tuple(events),
+            has_device_lane=has_device,
+            device_kind_hint=_device_hint(events, has_device, device_names, self.runtime_names),
+            display_time_unit=_opt(top.get("displayTimeUnit"), str),
+            base_time_ns=_opt(top.get("baseTimeNanoseconds"), int),
+            device_names=device_names,
+            process_names=self.process_names,
+            thread_names=self.thread_names,
+            rank=_opt(dist.get("rank"), int),
+            world_size=_opt(dist.get("world_size"), int),
+            cuda_runtime_version=_opt(top.get("cuda_runtime_version"), int),
+        )
+
+    def bind_flows(self, events: list[TraceEvent]) -> list[TraceEvent]:
+        """Give events without ``args.correlation`` the id of a flow event that starts on them."""
+        if not self.flows:
+            return events
+        flows = self.flows
+        out = []
+        for e in events:
+            if e.correlation is None and e.lane is not Lane.FRAMEWORK:
+                fid = flows.get((e.pid, e.tid, e.start_us))
+                if fid is not None:
+                    e = TraceEvent(e.name, e.category, e.lane, e.start_us, e.duration_us, e.pid, e.tid, fid,
+                                   e.external_id)
+            out.append(e)
+        return out
+
+
+def _is_incomplete(exc: json.JSONDecodeError, buffered: int) -> bool:
+    """True when a decode error may only mean that the value continues past the buffered text."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= buffered - _MAX_TOKEN_TAIL
+
+
+def _opt(value: Any, kind: type) -> Any:
+    return value if type(value) is kind else None
+
+
+def _device_names(props: Any) -> tuple[str, ...]:
+    if type(props) is not list:
+        return ()
+    return tuple(str(p["name"]) for p in props if type(p) is dict and isinstance(p.get("name"), str))
+
+
+def _device_hint(events: list[TraceEvent], has_device: bool, device_names: tuple[str, ...],
+                 runtime_names: set[str]) -> str:
+    """Where the trace was taken: 'neuron', 'rocm', 'cuda', 'cpu' or 'unknown', from the evidence in it."""
+    cats = {e.category.lower() for e in events}
+    names_l = " ".join(device_names).lower()
+    if any("neuron" in c or "privateuse1" in c or c.startswith("nrt") for c in cats) or "neuron" in names_l \
+            or "trainium" in names_l or any(n.lower().startswith("nrt") for n in runtime_names):
+        return "neuron"
+    has_runtime = bool(runtime_names)
+    if not has_device and not has_runtime:
+        return "cpu"
+    if any(n.startswith("hip") for n in runtime_names) or any(k in names_l for k in ("amd", "radeon", "instinct")):
+        return "rocm"
+    if any(n.startswith("cu") for n in runtime_names) or "nvidia" in names_l or any(c.startswith("cuda") for c in cats):
+        return "cuda"
+    return "unknown"

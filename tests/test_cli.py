@@ -1,0 +1,82 @@
+"""The CLI edge: help everywhere, version, one-line errors with documented exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from reportgen import __version__
+from reportgen.cli import build_parser, main
+
+COMMANDS = ["profile", "runs", "build", "compare", "publish", "import"]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"reportgen {__version__}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    assert f"usage: reportgen {command}" in capsys.readouterr().out
+
+
+def test_parser_knows_exactly_the_documented_commands() -> None:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert sorted(sub.choices) == sorted(COMMANDS)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["profile", "--shape", "4,x"], 2, "--shape '4,x': expected comma-separated positive integers"),
+        (["profile", "--shape", "4,0"], 2, "--shape '4,0': every dimension must be a positive integer"),
+        (["profile", "--dtype", "int8"], 2, "--dtype 'int8': choose one of float32, bfloat16, float16"),
+        (["profile", "--variants", "naive,turbo"], 2, "--variants 'naive,turbo': unknown ['turbo']"),
+        (["profile", "--scenario", "nosuch"], 2, "nosuch.py: no such scenario file; known scenarios: layernorm, rmsnorm"),
+        (["profile", "--scenario", "../etc"], 2, "--scenario '../etc': use a name from"),
+        (["profile", "--samples", "1"], 2, "--samples 1: must be at least 2"),
+        (["profile", "--device", "tpu"], 2, "argument --device: invalid choice: 'tpu'"),
+        (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_code(argv: list[str], code: int, message: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("reportgen: error: ")
+    assert message in err
+
+
+def test_runs_on_empty_and_corrupt_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--store", str(tmp_path / "none")]) == 0
+    assert "no runs in" in capsys.readouterr().out
+    bad = tmp_path / "store" / "r1"
+    bad.mkdir(parents=True)
+    (bad / "run.json").write_text('{"schema_version": 7}')
+    assert main(["runs", "--store", str(tmp_path / "store")]) == 3
+    err = capsys.readouterr().err
+    assert "run.json: field 'schema_version' is 7, newer than this reportgen reads (1); upgrade reportgen" in err
+
+
+def test_neuron_without_torch_neuronx_is_one_line_exit_5(tmp_path: Path) -> None:
+    proc = run_cli("profile", "--device", "neuron", "--store", str(tmp_path))
+    assert proc.returncode == 5
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("reportgen: error: --device neuron: torch_neuronx cannot be imported")
+    assert not tmp_path.exists() or not list(tmp_path.iterdir())
+
+
+def test_cuda_without_gpu_is_one_line_exit_5(tmp_path: Path) -> None:
+    proc = run_cli("profile", "--device", "cuda", "--store", str(tmp_path))
+    assert proc.returncode == 5
+    assert proc.stderr.strip() == ("reportgen: error: --device cuda: torch.cuda.is_available() is False here; "
+                                   "use --device cpu or a machine with an NVIDIA GPU and a CUDA build of torch")

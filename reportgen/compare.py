@@ -239,8 +239,8 @@ def check_comparable(base: Run, head: Run) -> None:
         ("device", base.device.value, head.device.value),
         ("scenario.name", base.scenario.name, head.scenario.name),
     ]
-    keys = sorted(set(base.scenario.parameters) | set(head.scenario.parameters))
-    pairs += [(f"scenario.parameters.{k}", base.scenario.parameters.get(k), head.scenario.parameters.get(k)) for k in keys]
+    bp, hp = base.scenario.parameters, head.scenario.parameters
+    pairs += [(f"scenario.parameters.{k}", bp.get(k), hp.get(k)) for k in sorted(set(bp) | set(hp))]
     for field, b, h in pairs:
         if b != h:
             raise CompareError(
@@ -338,7 +338,7 @@ def op_diff(base: VariantResult, head: VariantResult) -> OpDiff:
     changes = [
         OpChange(
             name=name,
-            kind=OpChangeKind.ADDED if name not in b else OpChangeKind.REMOVED if name not in h else OpChangeKind.CHANGED,
+            kind=_op_kind(name in b, name in h),
             base_calls_per_step=b.get(name, (0.0, 0.0))[0],
             head_calls_per_step=h.get(name, (0.0, 0.0))[0],
             base_self_us_per_step=b.get(name, (0.0, 0.0))[1],
@@ -357,6 +357,10 @@ def op_diff(base: VariantResult, head: VariantResult) -> OpDiff:
                             and c.base_calls_per_step != c.head_calls_per_step),
         largest_self_changes=tuple(by_size[:MAX_OP_CHANGES]),
     )
+
+
+def _op_kind(in_base: bool, in_head: bool) -> OpChangeKind:
+    return OpChangeKind.CHANGED if in_base and in_head else OpChangeKind.REMOVED if in_base else OpChangeKind.ADDED
 
 
 def _op_totals(v: VariantResult) -> dict[str, tuple[float, float]]:
@@ -533,7 +537,8 @@ def run_compare_command(args: argparse.Namespace, store: Path) -> int:
         try:
             write_text_atomic(args.output, text)
         except OSError as exc:
-            raise UsageError(f"--output {args.output}: cannot be written ({exc.strerror}); pick a writable path") from None
+            msg = f"--output {args.output}: cannot be written ({exc.strerror}); use a writable path"
+            raise UsageError(msg) from None
     else:
         sys.stdout.write(text)
     if args.fail_on_regression and comparison.regressions:

@@ -23,10 +23,10 @@ from reportgen.compare import (
     Comparison,
     Outcome,
     RunRef,
-    Verdict,
     VariantChange,
-    compare_runs,
+    Verdict,
     comment_length,
+    compare_runs,
     comparison_json,
     render_markdown,
     run_page_url,
@@ -218,7 +218,8 @@ def test_identical_op_tables_give_no_section() -> None:
 
 
 def test_comment_has_marker_verdict_table_links_and_method() -> None:
-    b, h = runs((v("naive", (100.0,) * 5), v("fused", (50.0,) * 5)), (v("naive", (130.0,) * 5), v("fused", (50.0,) * 5)))
+    b, h = runs((v("naive", (100.0,) * 5), v("fused", (50.0,) * 5)),
+                (v("naive", (130.0,) * 5), v("fused", (50.0,) * 5)))
     md = render_markdown(compare_runs(b, h, 5.0), site_url="https://user.github.io/my repo/")
     lines = md.splitlines()
     assert lines[0] == MARKER
@@ -287,7 +288,8 @@ def test_huge_op_diffs_are_dropped_from_the_end_first() -> None:
     kept = re.findall(r"<summary>Op table changes: (v\d+)</summary>", md)
     assert kept == [f"v{i}" for i in range(len(kept))] and 0 < len(kept) < 60
     assert f"*Truncated: {60 - len(kept)} op-change sections omitted" in md
-    assert md.splitlines()[1] == "### :x: reportgen: regression in 55 of 60 variants: v5 +5.0 %, v6 +6.0 %, v7 +7.0 % and 52 more"
+    assert md.splitlines()[1] == (
+        "### :x: reportgen: regression in 55 of 60 variants: v5 +5.0 %, v6 +6.0 %, v7 +7.0 % and 52 more")
 
 
 # --- escaping and real GFM renderers ----------------------------------------------------------------------

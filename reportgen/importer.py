@@ -1,0 +1,446 @@
+"""``reportgen import``: turn traces a user already has into a run bundle, without re-running anything.
+
+Accepted inputs (docs/importing.md):
+
+- one Chrome/Kineto trace file, ``.json`` or ``.json.gz``;
+- a folder of trace files (one per rank or per variant): each file becomes a variant;
+- a TorchNeuron ``profile_output/`` folder (``<instance>_pid_<pid>/<timestamp>/trace.json`` with
+  ``.neff``/``.ntff``/``.pb`` beside it): each ``trace.json`` becomes a variant and the Neuron
+  files are kept as downloadable artifacts.
+
+Stages, in order: find the inputs; read and check every trace (each is copied, gzip-compressed,
+into a hidden staging folder in the same pass); build the Run; only then write the bundle with
+``write_bundle`` (atomic). Any error before the last step leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import queue
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from reportgen import __version__
+from reportgen.bundle import TMP_PREFIX, make_run_id, safe_component, write_bundle
+from reportgen.errors import ExitCode, TraceError
+from reportgen.model import (
+    SCHEMA_VERSION,
+    Artifact,
+    DeviceKind,
+    DevicePeak,
+    Environment,
+    GitInfo,
+    Run,
+    RunSource,
+    ScenarioInfo,
+    TimeBasis,
+    VariantResult,
+    VariantStatus,
+)
+from reportgen.optable import OpTable, build_op_table
+from reportgen.trace import Trace, max_trace_bytes, read_trace_copying
+
+NEURON_TRACE_GLOB = "*_pid_*/*/trace.json"
+"""TorchNeuron's documented layout: profile_output/<instance-id>_pid_<pid>/<timestamp>/trace.json."""
+NEURON_ARTIFACT_SUFFIXES = (".neff", ".ntff", ".pb")
+NEURON_EXPLORER_NAMES = ("neuron-explorer", "neuron-profile")
+NEURON_EXPLORER_TIMEOUT_S = 300
+SUMMARY_KEYS = ("total_time", "hbm_read_bytes", "hbm_write_bytes", "mbu_estimated_percent")
+TRACE_GZIP_LEVEL = 6
+_TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt")
+
+
+class Layout(str, Enum):
+    """What the imported path was."""
+
+    FILE = "file"
+    FOLDER = "folder"
+    NEURON = "neuron-profile-output"
+
+
+@dataclass(frozen=True)
+class TraceInput:
+    """One trace file to import, the variant name it will get, and the device files found beside it."""
+
+    path: Path
+    variant: str
+    artifacts: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """Everything found at the path the user gave, before anything is read."""
+
+    source: Path
+    layout: Layout
+    inputs: tuple[TraceInput, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    """The neuron-explorer device summary of one variant, or why there is none."""
+
+    figures: dict[str, float]
+    raw_json: bytes | None
+    note: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 1: find the inputs.
+
+
+def plan_import(path: Path) -> ImportPlan:
+    """Find the trace files (and Neuron artifacts) at ``path``; nothing is read yet."""
+    if not path.exists():
+        raise TraceError(f"{path}: no such file or folder; pass a trace (.json, .json.gz) or a profile_output/ folder")
+    if path.is_file():
+        return ImportPlan(path, Layout.FILE, (TraceInput(path, variant_name_for(path)),))
+    neuron = _neuron_trace_files(path)
+    if neuron:
+        inputs = _unique([TraceInput(t, _neuron_variant(path, t), _neuron_artifacts(t.parent)) for t in neuron])
+        skipped = [p.name for t in neuron for p in t.parent.iterdir() if p.is_symlink()]
+        notes = (f"skipped symbolic links in the profile folder: {', '.join(sorted(skipped))}",) if skipped else ()
+        return ImportPlan(path, Layout.NEURON, inputs, notes)
+    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
+                   and p.name.lower().endswith((".json", ".json.gz")))
+    if not files:
+        raise TraceError(f"{path}: no trace files (*.json, *.json.gz) and no TorchNeuron "
+                         f"{NEURON_TRACE_GLOB} in this folder; pass a trace file or a profile_output/ folder")
+    return ImportPlan(path, Layout.FOLDER, _unique([TraceInput(p, variant_name_for(p)) for p in files]))
+
+
+def variant_name_for(path: Path) -> str:
+    """A variant name from a trace file name: ``rank0.pt.trace.json.gz`` -> ``rank0``, made path-safe."""
+    name = path.name
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _TRACE_SUFFIXES:
+            if name.lower().endswith(suffix) and len(name) > len(suffix):
+                name, changed = name[: -len(suffix)], True
+    return safe_component(name)
+
+
+def _neuron_trace_files(folder: Path) -> list[Path]:
+    found = sorted(folder.glob(NEURON_TRACE_GLOB))
+    if not found and "_pid_" in folder.name:
+        found = sorted(folder.glob("*/trace.json"))
+    if not found and (folder / "trace.json").is_file() and _neuron_artifacts(folder):
+        found = [folder / "trace.json"]
+    return [p for p in found if p.is_file()]
+
+
+def _neuron_variant(root: Path, trace_file: Path) -> str:
+    rel = trace_file.parent.relative_to(root).parts
+    return safe_component("-".join(rel) if rel else root.name)
+
+
+def _neuron_artifacts(folder: Path) -> tuple[Path, ...]:
+    return tuple(sorted(p for p in folder.iterdir() if p.suffix.lower() in NEURON_ARTIFACT_SUFFIXES
+                        and p.is_file() and not p.is_symlink()))
+
+
+def _unique(inputs: list[TraceInput]) -> tuple[TraceInput, ...]:
+    """Make variant names unique by numbering repeats (``a``, ``a-2``, ``a-3``)."""
+    seen: set[str] = set()
+    out = []
+    for item in inputs:
+        name, n = item.variant, 1
+        while name in seen:
+            n += 1
+            name = f"{item.variant}-{n}"
+        seen.add(name)
+        out.append(TraceInput(item.path, name, item.artifacts))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 2: read every trace, copying it compressed into the staging folder in the same pass.
+
+
+class _GzipWriter:
+    """Compresses bytes into a gzip file (mtime 0, no name) on a second thread while the parser runs."""
+
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+        self.blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="reportgen-gzip", daemon=True)
+        self.thread.start()
+
+    def __call__(self, block: bytes) -> None:
+        if self.error is None:
+            self.blocks.put(block)
+
+    def _run(self) -> None:
+        try:
+            with open(self.dest, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                                                             compresslevel=TRACE_GZIP_LEVEL) as gz:
+                while (block := self.blocks.get()) is not None:
+                    gz.write(block)
+        except BaseException as exc:  # noqa: BLE001 - reported by close()
+            self.error = exc
+            while self.blocks.get() is not None:
+                pass
+
+    def close(self) -> None:
+        """Finish the file; raise if writing failed."""
+        self.blocks.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise TraceError(f"{self.dest}: cannot write the trace copy ({self.error})")
+
+
+def read_and_stage(item: TraceInput, staging: Path, limit: int) -> tuple[Trace, Path]:
+    """Read one trace and leave a gzip copy of it in ``staging``; the copy is deleted with ``staging``."""
+    dest = staging / f"{item.variant}.pt.trace.json.gz"
+    writer = _GzipWriter(dest)
+    try:
+        trace = read_trace_copying(item.path, limit, writer)
+    finally:
+        writer.close()
+    return trace, dest
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 3: the Run.
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What to import and how to label it."""
+
+    path: Path
+    label: str = ""
+    device: str = "auto"
+
+
+def import_run(request: ImportRequest, store: Path, now: datetime | None = None) -> Path:
+    """Import ``request.path`` into ``store`` as one new run bundle; returns the bundle folder."""
+    plan = plan_import(request.path)
+    limit = max_trace_bytes()
+    store_existed = store.exists()
+    store.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + "import-", dir=store))
+    try:
+        staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
+        for item in plan.inputs:
+            trace, copy = read_and_stage(item, staging, limit)
+            staged.append((item, trace, copy, build_op_table(trace)))
+        summaries = {item.variant: neuron_device_summary(item.artifacts) for item in plan.inputs
+                     if plan.layout is Layout.NEURON}
+        run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
+        return write_bundle(store, run, files)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not store_existed:
+            _remove_if_empty(store)
+
+
+def build_run(plan: ImportPlan, staged: list[tuple[TraceInput, Trace, Path, OpTable]],
+              summaries: Mapping[str, DeviceSummary], request: ImportRequest, now: datetime
+              ) -> tuple[Run, dict[str, Path | bytes]]:
+    """The Run and the files of its bundle, from traces already read (no disk access)."""
+    device, device_notes = _device_kind(plan, [t for _, t, _, _ in staged], request.device)
+    files: dict[str, Path | bytes] = {}
+    variants = []
+    notes = [f"imported from {plan.source} ({plan.layout.value}, {len(staged)} trace file(s)) by reportgen import",
+             "not recorded in a trace, so shown as 'unknown': host name, platform, Python, CPU model, git revision",
+             *plan.notes, *device_notes]
+    for item, trace, copy, table in staged:
+        trace_rel = f"traces/{item.variant}.pt.trace.json.gz"
+        files[trace_rel] = copy
+        artifacts = []
+        for art in item.artifacts:
+            rel = f"artifacts/{item.variant}/{safe_component(art.name)}"
+            files[rel] = art
+            artifacts.append(Artifact(rel, art.suffix.lstrip(".").lower(), art.stat().st_size))
+        summary = summaries.get(item.variant)
+        if summary is not None and summary.raw_json is not None:
+            rel = f"artifacts/{item.variant}/device-summary.json"
+            files[rel] = summary.raw_json
+            artifacts.append(Artifact(rel, "device-summary", len(summary.raw_json)))
+        variants.append(variant_result(item, trace, table, trace_rel, tuple(artifacts)))
+        notes.extend(_trace_notes(item, trace, table, summary))
+    first = staged[0][1]
+    run_id = make_run_id(now, device.value, request.label, f"{plan.source}|{os.getpid()}|{now.timestamp()}")
+    run = Run(
+        schema_version=SCHEMA_VERSION,
+        run_id=run_id,
+        created_utc=now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        label=request.label,
+        source=RunSource.IMPORT,
+        reportgen_version=__version__,
+        device=device,
+        git=GitInfo(None, None),
+        environment=Environment(hostname="unknown", platform="unknown", python_version="unknown",
+                                cpu_model="unknown", cpu_count=0,
+                                device_name=first.device_names[0] if first.device_names else None,
+                                cuda_version=_cuda_version(first.cuda_runtime_version)),
+        peak=DevicePeak(None, None, "not known for imported traces"),
+        scenario=ScenarioInfo("import", plan.source.name, {"source": plan.source.name, "layout": plan.layout.value,
+                                                           "traces": str(len(staged))}),
+        variants=tuple(variants),
+        settings=None,
+        notes=tuple(notes),
+    )
+    return run, files
+
+
+def variant_result(item: TraceInput, trace: Trace, table: OpTable, trace_rel: str,
+                   artifacts: tuple[Artifact, ...]) -> VariantResult:
+    """One imported trace as a variant: op table, counts, and ProfilerStep durations as samples."""
+    device_basis = table.device_work_count > 0
+    return VariantResult(
+        name=item.variant,
+        status=VariantStatus.OK,
+        description=_describe(item, trace, table),
+        samples_us=table.step_durations_us,
+        calls_per_sample=1,
+        correctness=None,
+        ops=table.rows,
+        time_basis=TimeBasis.DEVICE if device_basis else TimeBasis.CPU,
+        profiled_steps=len(table.step_durations_us),
+        op_dispatch_count=table.op_dispatch_count,
+        device_event_count=table.device_work_count if trace.has_device_lane else None,
+        trace_path=trace_rel,
+        artifacts=artifacts,
+    )
+
+
+def _describe(item: TraceInput, trace: Trace, table: OpTable) -> str:
+    parts = [f"imported from {item.path.name}: {table.host_op_count} host ops"]
+    if table.step_durations_us:
+        parts.append(f"timing samples are the {len(table.step_durations_us)} ProfilerStep durations "
+                     "(one sample per step, not per call)")
+    else:
+        parts.append("no ProfilerStep events, so no timing samples")
+    if not trace.has_device_lane:
+        parts.append("the trace has no device lane: device time is not measured, the table shows CPU time")
+    elif table.device_work_count == 0:
+        parts.append("the device lane holds no kernels or copies: the table shows CPU time")
+    else:
+        parts.append(f"{table.device_work_count} device kernels/copies, "
+                     f"{table.device_work_us:.1f} µs of device time")
+    return "; ".join(parts)
+
+
+def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: DeviceSummary | None) -> list[str]:
+    notes = []
+    if not trace.has_device_lane:
+        notes.append(f"{item.variant}: no device lane in the trace; device time is not shown as data")
+    if table.unattributed_device_count:
+        notes.append(f"{item.variant}: {table.unattributed_device_count} device event(s) link to no host op; "
+                     "they are one row of their own")
+    if trace.rank is not None:
+        notes.append(f"{item.variant}: rank {trace.rank} of {trace.world_size}")
+    if item.artifacts:
+        names = ", ".join(a.name for a in item.artifacts)
+        notes.append(f"{item.variant}: Neuron files kept as artifacts: {names}")
+    if summary is not None:
+        notes.append(f"{item.variant}: {summary.note}")
+    return notes
+
+
+def _device_kind(plan: ImportPlan, traces: list[Trace], override: str) -> tuple[DeviceKind, list[str]]:
+    """The run's device: --device if given, else the traces' common hint (neuron for a profile_output/)."""
+    if override and override != "auto":
+        return DeviceKind(override), [f"device set by --device {override}"]
+    hints = {t.device_kind_hint for t in traces}
+    if plan.layout is Layout.NEURON:
+        return DeviceKind.NEURON, ["device is neuron: the folder has TorchNeuron's profile_output layout"]
+    if len(hints) == 1 and (hint := hints.pop()) in {k.value for k in DeviceKind}:
+        return DeviceKind(hint), [f"device {hint} inferred from the trace contents (override with --device)"]
+    return DeviceKind.UNKNOWN, [f"the traces disagree on the device ({', '.join(sorted(hints))}); "
+                                "set it with --device"]
+
+
+def _cuda_version(runtime: int | None) -> str | None:
+    return f"{runtime // 1000}.{runtime % 1000 // 10}" if runtime else None
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# neuron-explorer: the device summary, where the tool is installed.
+
+
+def neuron_device_summary(artifacts: tuple[Path, ...],
+                          which: Callable[[str], str | None] = shutil.which) -> DeviceSummary:
+    """Run ``neuron-explorer view --output-format summary-json`` on the first .neff/.ntff pair, if possible."""
+    neff = next((a for a in artifacts if a.suffix.lower() == ".neff"), None)
+    ntff = next((a for a in artifacts if a.suffix.lower() == ".ntff"), None)
+    exe = next(((n, p) for n in NEURON_EXPLORER_NAMES if (p := which(n))), None)
+    if exe is None:
+        return DeviceSummary({}, None, "neuron-explorer (or neuron-profile) is not installed, so there is no "
+                                       "device summary (HBM bytes, bandwidth use); install the Neuron tools and "
+                                       "re-import to get one")
+    if neff is None or ntff is None:
+        return DeviceSummary({}, None, f"{exe[0]} is installed but the folder lacks a .neff and .ntff pair: "
+                                       "no device summary")
+    fmt = "summary-json" if exe[0] == "neuron-explorer" else "json"
+    cmd = [exe[1], "view", "--output-format", fmt, "-n", str(neff), "-s", str(ntff)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=NEURON_EXPLORER_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return DeviceSummary({}, None, f"{exe[0]} could not run ({type(exc).__name__}): no device summary")
+    if proc.returncode != 0:
+        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:200]
+        return DeviceSummary({}, None, f"{exe[0]} failed (exit {proc.returncode}: {err}): no device summary")
+    try:
+        data = json.loads(proc.stdout)
+    except (ValueError, RecursionError):
+        return DeviceSummary({}, None, f"{exe[0]} printed no JSON summary: no device summary")
+    figures = {k: float(v) for k in SUMMARY_KEYS if (v := _find_key(data, k)) is not None}
+    return DeviceSummary(figures, proc.stdout, f"device summary from {exe[0]} ({ntff.name}): "
+                         + (", ".join(f"{k} {v:g}" for k, v in figures.items()) or "none of "
+                            + ", ".join(SUMMARY_KEYS) + " found (its schema may have changed)"))
+
+
+def _find_key(data: Any, key: str, depth: int = 0) -> float | None:
+    """The first numeric value under ``key`` anywhere in ``data`` (the summary schema varies by SDK)."""
+    if depth > 20:
+        return None
+    if isinstance(data, dict):
+        value = data.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        items = list(data.values())
+    elif isinstance(data, list):
+        items = data
+    else:
+        return None
+    for child in items:
+        found = _find_key(child, key, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The CLI edge.
+
+
+def run_import_command(args: argparse.Namespace, store: Path) -> int:
+    """``reportgen import PATH [--label L] [--device D]``: print the new run id and its folder."""
+    folder = import_run(ImportRequest(Path(args.path), args.label or "", args.device or "auto"), store)
+    print(f"imported run {folder.name}")
+    print(str(folder))
+    return int(ExitCode.OK)

@@ -1,0 +1,155 @@
+"""Pure analysis for the report: op tables, speedups, roofline, history groups, timeline layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pytest
+from factories import NAIVE_OPS, synthetic_run, variant
+
+from reportgen import analysis
+from reportgen.analysis import LaneKind
+from reportgen.model import OpRow, TimeBasis, VariantStatus
+
+
+def test_op_breakdown_on_cpu_uses_cpu_times_sorted_with_exact_shares() -> None:
+    b = analysis.op_breakdown(variant("naive", 100.0))
+    assert [line.name for line in b.lines] == ["aten::mul", "aten::mean", "aten::add", "aten::rsqrt"]
+    assert [line.share for line in b.lines] == [0.6, 0.2, 0.1, 0.1]
+    assert [line.per_call_us for line in b.lines] == [100.0, 100.0, 50.0, 50.0]
+    assert [line.total_device_us for line in b.lines] == [300.0, 120.0, 50.0, 50.0]
+    assert b.total_self_device_us == 500.0
+    assert b.hotspot is not None and b.hotspot.name == "aten::mul"
+    assert [line.is_hotspot for line in b.lines] == [True, False, False, False]
+    assert b.device_label == "CPU (device)"
+
+
+def test_op_breakdown_on_device_uses_device_lane_times() -> None:
+    ops = (OpRow("aten::mul", 3, 900.0, 900.0, 1165.0, 1165.0), OpRow("aten::_fused_rms_norm", 1, 10.0, 20.0, 0.0, 0.0),
+           OpRow("aten::mean", 1, 5.0, 5.0, 1190.0, 1200.0))
+    v = replace(variant("naive", 100.0), ops=ops, time_basis=TimeBasis.DEVICE)
+    b = analysis.op_breakdown(v)
+    assert [line.name for line in b.lines] == ["aten::mean", "aten::mul", "aten::_fused_rms_norm"]
+    assert b.total_self_device_us == 2355.0
+    assert b.lines[1].share == 1165.0 / 2355.0
+    assert b.lines[2].is_hotspot is False and b.lines[2].share == 0.0
+    assert b.device_label == "device"
+
+
+def test_profiler_step_rows_are_kept_out_of_the_table_and_reported_as_overhead() -> None:
+    ops = (OpRow("ProfilerStep*", 3, 1000.0, 1500.0, 0.0, 0.0), *NAIVE_OPS)
+    b = analysis.op_breakdown(replace(variant("naive", 100.0), ops=ops))
+    assert "ProfilerStep*" not in [line.name for line in b.lines]
+    assert b.step_overhead_us == 1000.0
+    assert b.total_self_device_us == 500.0
+    assert b.hotspot is not None and b.hotspot.name == "aten::mul"
+
+
+def test_op_table_beyond_max_rows_is_summed_into_hidden() -> None:
+    b = analysis.op_breakdown(variant("naive", 100.0), max_rows=2)
+    assert [line.name for line in b.lines] == ["aten::mul", "aten::mean"]
+    assert (b.hidden_count, b.hidden_self_device_us) == (2, 100.0)
+    assert b.total_self_device_us == 500.0
+
+
+def test_roofline_exact() -> None:
+    r = analysis.roofline(2048, 100.0, 10e9)
+    assert r.achieved_bytes_per_s == pytest.approx(20_480_000.0, rel=1e-12)
+    assert r.fraction_of_peak == pytest.approx(0.002048, rel=1e-12)
+    assert r.floor_us == pytest.approx(0.2048, rel=1e-12)
+
+
+def test_roofline_without_peak_or_bytes_says_unknown() -> None:
+    assert analysis.roofline(2048, 100.0, None).fraction_of_peak is None
+    assert analysis.roofline(2048, 100.0, None).achieved_bytes_per_s is not None
+    assert analysis.roofline(0, 100.0, 10e9).achieved_bytes_per_s is None
+    assert analysis.roofline(2048, None, 10e9).achieved_bytes_per_s is None
+
+
+def test_speedups_against_naive_then_compiled_against_fused() -> None:
+    run = synthetic_run(times_us={"naive": 100.0, "fused": 60.0, "compiled": 30.0})
+    got = analysis.speedups(run)
+    assert [(s.target, s.baseline) for s in got] == [("fused", "naive"), ("compiled", "naive"), ("compiled", "fused")]
+    assert [s.ratio.value for s in got] == pytest.approx([100 / 60, 100 / 30, 2.0], rel=1e-12)
+    for s in got:
+        assert s.ratio.ci_low <= s.ratio.value <= s.ratio.ci_high
+        assert (s.ratio.n_numerator, s.ratio.n_denominator) == (30, 30)
+
+
+def test_baseline_is_first_timed_variant_without_naive_and_failed_variants_are_skipped() -> None:
+    variants = (variant("slow", 80.0), variant("broken", 1.0, status=VariantStatus.FAILED, error="boom"),
+                variant("quick", 20.0))
+    run = synthetic_run(variants=variants)
+    assert analysis.baseline_name(run) == "slow"
+    got = analysis.speedups(run)
+    assert [(s.target, s.baseline, s.ratio.value) for s in got] == [("quick", "slow", 4.0)]
+    view = analysis.run_view(run)
+    assert view.gain("quick") == got[0]
+    assert view.gain("broken") is None
+    assert view.any_problem
+
+
+def test_history_groups_never_mix_unlike_runs() -> None:
+    a = synthetic_run(run_id="r1", created_utc="2026-11-30T00:00:00Z",
+                      variants=(variant("naive", 100.0, n=31), variant("fused", 50.0, n=31)))
+    b = synthetic_run(run_id="r2", created_utc="2026-12-01T00:00:00Z",
+                      variants=(variant("naive", 90.0, n=31), variant("fused", 30.0, n=31)))
+    big = synthetic_run(run_id="r3", created_utc="2026-12-02T00:00:00Z", shape="8,512")
+    groups = analysis.history([b, big, a])
+    assert [g.run_ids for g in groups] == [("r1", "r2"), ("r3",)]
+    naive, fused = groups[0].series
+    assert [p.median_us for p in naive.points] == [100.0, 90.0]
+    assert [p.speedup for p in naive.points] == [None, None]
+    assert [p.speedup for p in fused.points] == pytest.approx([2.0, 3.0])
+    assert "shape=4,64" in groups[0].title and "shape=8,512" in groups[1].title
+
+
+@dataclass(frozen=True)
+class Ev:
+    """A minimal stand-in for reportgen.trace.TraceEvent."""
+
+    name: str
+    lane: str
+    start_us: float
+    duration_us: float
+    tid: str = "1"
+    correlation: int | None = None
+
+
+def test_timeline_layout_nests_clips_and_drops_wrappers() -> None:
+    events = [
+        Ev("PyTorch Profiler (0)", "other", 0.0, 1000.0),
+        Ev("ProfilerStep#2", "framework", 100.0, 100.0),
+        Ev("aten::rms_norm", "framework", 110.0, 50.0),
+        Ev("aten::mul", "framework", 120.0, 10.0),
+        Ev("cudaLaunchKernel", "runtime", 125.0, 3.0, correlation=7),
+        Ev("kernel", "device", 190.0, 30.0, correlation=7),
+        Ev("later", "framework", 400.0, 5.0),
+    ]
+    start, end = analysis.iteration_window(events, 100.0, 200.0)
+    assert (start, end) == (100.0, 220.0)
+    layout = analysis.timeline_layout(events, start, end, "ProfilerStep#2")
+    got = [(b.lane, b.depth, b.start_us, b.duration_us, b.name) for b in layout.bars]
+    assert got == [
+        (LaneKind.FRAMEWORK, 0, 10.0, 50.0, "aten::rms_norm"),
+        (LaneKind.FRAMEWORK, 1, 20.0, 10.0, "aten::mul"),
+        (LaneKind.RUNTIME, 0, 25.0, 3.0, "cudaLaunchKernel"),
+        (LaneKind.DEVICE, 0, 90.0, 30.0, "kernel"),
+    ]
+    assert layout.lane_depths == ((LaneKind.FRAMEWORK, 2), (LaneKind.RUNTIME, 1), (LaneKind.DEVICE, 1))
+    assert layout.window_us == 120.0
+
+
+def test_timeline_layout_folds_calls_deeper_than_max_depth() -> None:
+    events = [Ev(f"op{i}", "framework", float(i), 100.0 - 2 * i) for i in range(analysis.MAX_DEPTH + 2)]
+    layout = analysis.timeline_layout(events, 0.0, 100.0)
+    assert [b.depth for b in layout.bars] == [0, 1, 2, 3, 4, 5, 5, 5]
+    assert [b.folded for b in layout.bars] == [False] * 6 + [True, True]
+
+
+def test_representative_step_is_the_median_duration() -> None:
+    steps = [Ev("ProfilerStep#0", "framework", 0.0, 90.0), Ev("ProfilerStep#1", "framework", 100.0, 10.0),
+             Ev("ProfilerStep#2", "framework", 200.0, 20.0)]
+    chosen = analysis.representative_step(steps)
+    assert chosen is not None and chosen.name == "ProfilerStep#2"
+    assert analysis.representative_step([]) is None

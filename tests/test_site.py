@@ -1,0 +1,355 @@
+"""``reportgen build``: pages, numbers, links, reproducibility, append-only versioning, atomicity, escaping."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import replace
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from factories import synthetic_run, variant, write_synthetic
+
+from reportgen import site
+from reportgen.bundle import load_run
+from reportgen.cli import main
+from reportgen.errors import BundleError, ConflictError, SiteError, UsageError
+from reportgen.model import OpRow, RunSource, VariantStatus
+
+RUN_A = "20261130T000000Z-cpu-test-abc123"
+RUN_B = "20261201T000000Z-cpu-test-def456"
+EVIL = "<script>alert(1)</script>|x"
+
+
+@pytest.fixture(autouse=True)
+def _fixed_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")
+
+
+def _store_with(tmp_path: Path, *runs: object) -> Path:
+    store = tmp_path / "results"
+    for run in runs:
+        write_synthetic(store, run)  # type: ignore[arg-type]
+    return store
+
+
+def _run_b() -> object:
+    return synthetic_run(run_id=RUN_B, created_utc="2026-12-01T00:00:00Z",
+                         times_us={"naive": 90.0, "fused": 45.0, "compiled": 30.0}, with_traces=True)
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+class _Links(HTMLParser):
+    """Collect every href/src and the meta-refresh target of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.scripts = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "script":
+            self.scripts += 1
+        for key in ("href", "src"):
+            if a.get(key):
+                self.urls.append(a[key] or "")
+        if tag == "meta" and (a.get("http-equiv") or "").lower() == "refresh":
+            self.urls.append((a.get("content") or "").split("url=", 1)[1])
+
+
+_MD_LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
+
+
+def _assert_links_resolve(root: Path) -> int:
+    """Every href/src in every HTML page and every link/image in every Markdown page is a file in the site."""
+    checked = 0
+    for page in sorted(root.rglob("*.html")) + sorted(root.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        if page.suffix == ".html":
+            parser = _Links()
+            parser.feed(text)
+            assert parser.scripts == 0, page
+            urls = parser.urls
+        else:
+            urls = _MD_LINK.findall(text)
+        for url in urls:
+            parts = urlsplit(url)
+            assert not parts.scheme and not parts.netloc and not url.startswith("/"), f"{page}: non-relative {url}"
+            if not parts.path:
+                continue
+            target = (page.parent / unquote(parts.path)).resolve()
+            assert target.is_relative_to(root.resolve()), f"{page}: {url} leaves the site"
+            assert target.is_file(), f"{page}: {url} does not resolve"
+            checked += 1
+    return checked
+
+
+def test_site_layout_and_every_link_resolves(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run(with_traces=True), _run_b())
+    out = tmp_path / "myrepo" / "site"
+    result = site.build_site(store, out, "/myrepo/")
+    assert result.summary() == (f"built {out}: 8 page(s) written, 2 run(s) (2 rendered, 0 unchanged, "
+                                "0 kept from earlier builds)")
+    for rel in ("index.html", "index.md", ".nojekyll", "assets/style.css", "latest/index.html", "help/index.html",
+                f"runs/{RUN_A}/index.html", f"runs/{RUN_A}/report.md", f"runs/{RUN_A}/data/run.json",
+                f"runs/{RUN_A}/data/traces/naive.pt.trace.json.gz", f"runs/{RUN_A}/time-per-variant.png",
+                f"runs/{RUN_A}/timeline-compiled.png"):
+        assert (out / rel).is_file(), rel
+    assert _assert_links_resolve(out) > 40
+    assert (out / f"runs/{RUN_A}/data/run.json").read_bytes() == (store / RUN_A / "run.json").read_bytes()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["schema_version"] == 1 and manifest["base_url"] == "/myrepo/"
+    assert [r["run_id"] for r in manifest["runs"]] == [RUN_A, RUN_B]
+    expected = hashlib.sha256((store / RUN_A / "run.json").read_bytes()).hexdigest()
+    assert manifest["runs"][0]["run_json_sha256"] == expected
+    assert not [p for p in out.parent.iterdir() if p.name.startswith((".site-tmp-", ".site-old-"))]
+
+
+def test_latest_redirects_to_newest_run_with_a_relative_link(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    site.build_site(_store_with(tmp_path, synthetic_run(), _run_b()), out, "/")
+    page = (out / "latest" / "index.html").read_text()
+    assert f'<meta http-equiv="refresh" content="0; url=../runs/{RUN_B}/index.html">' in page
+    assert f'<a href="../runs/{RUN_B}/index.html">{RUN_B}</a>' in page
+
+
+def test_run_page_tables_carry_the_numbers(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    site.build_site(_store_with(tmp_path, synthetic_run()), out, "/")
+    html = (out / "runs" / RUN_A / "index.html").read_text()
+    md = (out / "runs" / RUN_A / "report.md").read_text()
+    # the naive op table: aten::mul is the hotspot, 300 of 500 µs self CPU, 3 calls, 100 µs per call
+    row = re.search(r'<tr class="hotspot".*?</tr>', html, re.S)
+    assert row is not None
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)
+    assert "<code>aten::mul</code>" in cells[0]
+    assert cells[1:6] == ["300.0", "300.0", "60.0 %", "3", "100.0"]
+    assert "| **hotspot:** aten\\:\\:mul | 300.0 | 300.0 | 60.0 % | 3 | 100.0 |" in md
+    assert "Self CPU (device) (µs)" in html and "Self CPU (device) (µs)" in md
+    # speedups of the synthetic medians 100 / 60 / 30: exact ratios
+    assert "<td><strong>1.67×</strong></td>" in html and "<td><strong>3.33×</strong></td>" in html
+    assert "<td><strong>2.00×</strong></td>" in html
+    assert "| compiled | fused | **2.00×** |" in md
+    # roofline: 2 KiB per call at 10 GB/s peak
+    assert "10 GB/s (test figure)" in html and "| naive | 2.0 KiB |" in md
+    assert "30 timing samples × 1 call(s) each" in html and "30 timing samples × 1 call(s) each" in md
+    assert "median of samples; 95 % percentile-bootstrap interval" in html
+
+
+def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run(with_traces=True), _run_b())
+    site.build_site(store, tmp_path / "one", "/r/")
+    site.build_site(store, tmp_path / "two", "/r/")
+    one, two = _hashes(tmp_path / "one"), _hashes(tmp_path / "two")
+    assert len(one) == 28
+    assert one == two
+
+
+def test_adding_a_run_keeps_older_pages_and_reuses_them(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run(with_traces=True))
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    before = _hashes(out / "runs" / RUN_A)
+    inode = (out / "runs" / RUN_A / "index.html").stat().st_ino
+    write_synthetic(store, _run_b())  # type: ignore[arg-type]
+    result = site.build_site(store, out, "/")
+    assert (result.rendered, result.reused, result.carried) == (1, 1, 0)
+    assert _hashes(out / "runs" / RUN_A) == before
+    assert (out / "runs" / RUN_A / "index.html").stat().st_ino == inode  # reused, not re-rendered
+    fresh = tmp_path / "fresh"
+    site.build_site(store, fresh, "/")
+    assert _hashes(fresh) == _hashes(out)  # an incremental build equals a cold one
+
+
+def test_run_gone_from_store_keeps_its_page(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run(with_traces=True), _run_b())
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    before = _hashes(out / "runs" / RUN_A)
+    shutil.rmtree(store / RUN_A)
+    result = site.build_site(store, out, "/")
+    assert (result.rendered, result.reused, result.carried) == (0, 1, 1)
+    assert _hashes(out / "runs" / RUN_A) == before
+    assert f'href="runs/{RUN_A}/index.html"' in (out / "index.html").read_text()
+    _assert_links_resolve(out)
+
+
+def test_failing_build_leaves_the_old_site_as_it_was(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run(with_traces=True))
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    before = _hashes(out)
+    bad = store / RUN_B
+    bad.mkdir()
+    (bad / "run.json").write_text("{not json")
+    with pytest.raises(BundleError, match=r"run\.json: not valid JSON"):
+        site.build_site(store, out, "/")
+    assert _hashes(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith((".site-tmp-", ".site-old-"))]
+
+
+def test_failure_while_rendering_leaves_the_old_site(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run(with_traces=True))
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    before = _hashes(out)
+    run_b = _run_b()
+    folder = write_synthetic(store, run_b)  # type: ignore[arg-type]
+    (folder / "traces" / "fused.pt.trace.json.gz").write_bytes(b"\x1f\x8b truncated")
+    with pytest.raises(Exception, match="fused.pt.trace.json.gz"):
+        site.build_site(store, out, "/")
+    assert _hashes(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith((".site-tmp-", ".site-old-"))]
+
+
+def test_refuses_to_build_over_a_folder_that_is_not_a_site(tmp_path: Path) -> None:
+    out = tmp_path / "docs"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    with pytest.raises(SiteError) as err:
+        site.build_site(_store_with(tmp_path, synthetic_run()), out, "/")
+    assert str(err.value) == (f"{out}: not empty and has no manifest.json, so it is not a reportgen site; "
+                              "pass --out an empty or new folder (nothing was changed)")
+    assert (out / "precious.txt").read_text() == "keep me"
+    assert sorted(p.name for p in out.iterdir()) == ["precious.txt"]
+
+
+def test_refuses_a_newer_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"schema_version": 99, "runs": []}')
+    with pytest.raises(SiteError) as err:
+        site.build_site(_store_with(tmp_path, synthetic_run()), out, "/")
+    assert str(err.value) == (f"{out / 'manifest.json'}: field 'schema_version' is 99, newer than this reportgen "
+                              "writes (1); upgrade reportgen")
+
+
+def test_concurrent_build_is_refused(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run())
+    out = tmp_path / "site"
+    with open(tmp_path / ".site.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ConflictError) as err:
+            site.build_site(store, out, "/")
+    assert str(err.value) == f"another reportgen build is writing {out}; wait for it to finish"
+    assert not out.exists()
+
+
+def test_missing_store_and_bad_base_url_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(SiteError) as err:
+        site.build_site(tmp_path / "nope", tmp_path / "site", "/")
+    assert str(err.value) == (f"{tmp_path / 'nope'}: no such results folder; run 'reportgen profile' first "
+                              "or pass --runs FOLDER")
+    with pytest.raises(UsageError) as uerr:
+        site.build_site(tmp_path, tmp_path / "site", "myrepo")
+    assert str(uerr.value) == "--base-url 'myrepo': expected a path like /myrepo/ or an http(s) URL"
+    assert site.normalise_base_url("/myrepo") == "/myrepo/"
+
+
+def test_hostile_strings_are_inert_in_html_and_keep_markdown_tables_whole(tmp_path: Path) -> None:
+    ops = (OpRow(EVIL, 2, 30.0, 40.0, 0.0, 0.0, EVIL), OpRow("aten::add", 1, 10.0, 10.0, 0.0, 0.0))
+    evil_variant = replace(variant("naive", 100.0, trace_path="traces/naive.pt.trace.json.gz"), ops=ops,
+                           description=EVIL)
+    failing = variant("broken", 1.0, status=VariantStatus.FAILED, error=f"RuntimeError: {EVIL}\nsecond line")
+    evil_named = variant(EVIL, 50.0, trace_path="traces/evil.pt.trace.json.gz")
+    run = synthetic_run(label=EVIL, variants=(evil_variant, evil_named, failing))
+    run = replace(run, notes=(EVIL,))
+    out = tmp_path / "site"
+    site.build_site(_store_with(tmp_path, run), out, "/")
+    for page in (out / "index.html", out / "runs" / RUN_A / "index.html", out / "latest" / "index.html"):
+        text = page.read_text()
+        assert "<script>" not in text and "alert(1)</script>" not in text
+    html = (out / "runs" / RUN_A / "index.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;|x" in html
+    assert "RuntimeError: &lt;script&gt;alert(1)&lt;/script&gt;|x\nsecond line</pre>" in html
+    images = sorted(p.name for p in (out / "runs" / RUN_A).glob("timeline-*.png"))
+    assert images == ["timeline-naive.png", f"timeline-{site.safe_component(EVIL, 60)}.png"]
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", name) for name in images)
+    for md_page in (out / "index.md", out / "runs" / RUN_A / "report.md"):
+        text = md_page.read_text()
+        assert "<script>" not in text
+        _assert_tables_whole(text)
+    _assert_links_resolve(out)
+
+
+def _assert_tables_whole(md: str) -> None:
+    """Every GFM table row has as many unescaped pipes as its header."""
+    lines = md.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            width = _pipes(lines[i])
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("|"):
+                assert _pipes(lines[j]) == width, lines[j]
+                j += 1
+            i = j
+        else:
+            i += 1
+
+
+def _pipes(row: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", row))
+
+
+def test_failed_and_imported_variants_are_shown_as_such(tmp_path: Path) -> None:
+    failing = variant("compiled", 1.0, status=VariantStatus.FAILED, error="BackendCompilerFailed: no neuronx-cc")
+    imported = replace(variant("trace", 10.0), samples_us=(), correctness=None)
+    store = _store_with(tmp_path, synthetic_run(variants=(variant("naive", 100.0), failing)))
+    run_b = replace(synthetic_run(run_id=RUN_B, created_utc="2026-12-01T00:00:00Z", variants=(imported,)),
+                    source=RunSource.IMPORT, settings=None)
+    write_synthetic(store, run_b)
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    html = (out / "runs" / RUN_A / "index.html").read_text()
+    assert '<pre class="error">BackendCompilerFailed: no neuronx-cc</pre>' in html
+    assert '<span class="badge badge-failed">failed</span>' in html
+    assert "compiled: failed" in html
+    imp = (out / "runs" / RUN_B / "index.html").read_text()
+    assert "no timing samples (imported trace)" in imp
+    assert "not recorded (imported trace)" in imp
+    assert "| trace | ok | no timing samples (imported trace) | | | |" in (out / "runs" / RUN_B / "report.md").read_text()
+    assert not (out / "runs" / RUN_B / "time-per-variant.png").exists()
+    _assert_links_resolve(out)
+
+
+def test_cli_build_prints_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _store_with(tmp_path, synthetic_run())
+    code = main(["build", "--runs", str(store), "--out", str(tmp_path / "site"), "--base-url", "/x/"])
+    assert code == 0
+    assert capsys.readouterr().out == (f"built {tmp_path / 'site'}: 6 page(s) written, 1 run(s) "
+                                       "(1 rendered, 0 unchanged, 0 kept from earlier builds)\n")
+    assert main(["build", "--runs", str(tmp_path / "none"), "--out", str(tmp_path / "s2")]) == 3
+
+
+def test_build_over_real_cpu_profile(real_cpu_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    site.build_site(real_cpu_store, out, "/")
+    _assert_links_resolve(out)
+    runs = [load_run(p) for p in sorted(real_cpu_store.iterdir()) if (p / "run.json").is_file()]
+    assert len(runs) >= 1
+    from reportgen import analysis
+    from reportgen.render import fmt_us
+
+    for run in runs:
+        html = (out / "runs" / run.run_id / "index.html").read_text()
+        md = (out / "runs" / run.run_id / "report.md").read_text()
+        assert "Self CPU (device)" in html
+        for v in run.variants:
+            b = analysis.op_breakdown(v)
+            assert b.hotspot is not None
+            assert f"<code>{b.hotspot.name}</code>" in html.replace("&#39;", "'")
+            assert f"| {fmt_us(b.hotspot.self_device_us)} |" in md
+            summary = analysis.variant_view(v, run.peak.bandwidth_bytes_per_s).timing
+            assert summary is not None and f"<td>{fmt_us(summary.median_us)}</td>" in html
+            assert (out / "runs" / run.run_id / f"timeline-{v.name}.png").stat().st_size > 5000

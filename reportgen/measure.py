@@ -20,7 +20,7 @@ from reportgen.model import Correctness, OpRow, VariantResult, VariantStatus
 from reportgen.scenario import Tolerance, Variant
 
 Progress = Callable[[str], None]
-_STEP_PREFIX = "ProfilerStep#"
+_STEP_PREFIX = "ProfilerStep"  # "ProfilerStep#N" events; key_averages names them "ProfilerStep*"
 MAX_ERROR_CHARS = 600
 
 

@@ -150,6 +150,7 @@ def md_env() -> jinja2.Environment:
     )
     env.filters.update({name: _md_safe(f) for name, f in _FORMATTERS.items()})
     env.filters["md"] = md_filter
+    env.filters["trusted"] = MdSafe  # only for labels reportgen itself makes (enum-derived), never data
     return env
 
 

@@ -76,3 +76,8 @@ def test_runs_lists_both(real_cpu_store: Path, real_runs) -> None:  # type: igno
     assert lines[0].split("\t") == ["run_id", "time_utc", "device", "label", "variants", "status"]
     assert [ln.split("\t")[3] for ln in lines[1:]] == ["base", "head"]
     assert all(ln.endswith("\tnaive,fused,compiled\tok") for ln in lines[1:])
+
+
+def test_profiler_step_annotations_are_not_op_rows(real_runs) -> None:  # type: ignore[no-untyped-def]
+    for v in real_runs[0].variants:
+        assert not [r.name for r in v.ops if r.name.startswith("ProfilerStep")]

@@ -460,16 +460,18 @@ def timeline_layout(events: Sequence[EventLike], window_start_us: float, window_
 
 
 def iteration_window(events: Sequence[EventLike], start_us: float, end_us: float) -> tuple[float, float]:
-    """A host step's window, extended to the end of the device work its runtime calls launched.
+    """A host step's window, cut to where its events end and extended to the device work it launched.
 
-    Device work runs asynchronously and often finishes after the host step ends; without this the
-    snapshot would cut off the kernels the step launched.
+    Device work runs asynchronously and often finishes after the host step ends; without the
+    extension the snapshot would cut off the kernels the step launched. A step that idles long
+    after its last event (a first step that waited on compilation) is cut so the ops stay readable.
     """
-    launched = {e.correlation for e in events if _lane_of(e) is LaneKind.RUNTIME and e.correlation is not None
-                and start_us <= e.start_us < end_us}
-    ends = [e.start_us + e.duration_us for e in events
-            if _lane_of(e) is LaneKind.DEVICE and e.correlation is not None and e.correlation in launched]
-    return start_us, max([end_us, *ends])
+    inside = [e for e in events if start_us <= e.start_us < end_us and not e.name.startswith("ProfilerStep#")]
+    launched = {e.correlation for e in inside if _lane_of(e) is LaneKind.RUNTIME and e.correlation is not None}
+    device_ends = [e.start_us + e.duration_us for e in events
+                   if _lane_of(e) is LaneKind.DEVICE and e.correlation is not None and e.correlation in launched]
+    content_end = max((e.start_us + e.duration_us for e in inside), default=end_us)
+    return start_us, max([min(content_end, end_us), *device_ends])
 
 
 def representative_step(steps: Sequence[EventLike]) -> EventLike | None:

@@ -25,6 +25,7 @@ RUN_FILE = "run.json"
 TMP_PREFIX = ".tmp-"
 MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
+_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -126,6 +127,9 @@ def _check_schema_version(data: dict[str, object], source: Path | str) -> None:
 def _check_run(run: Run, source: Path | str) -> None:
     if not is_valid_run_id(run.run_id):
         raise BundleError(f"{source}: field 'run_id' {run.run_id[:60]!r} is not a safe folder name")
+    if not _TIME_RE.match(run.created_utc):
+        raise BundleError(f"{source}: field 'created_utc' {run.created_utc[:40]!r} is not a UTC time like "
+                          "2026-11-30T04:55:00Z")
     names = [v.name for v in run.variants]
     if len(set(names)) != len(names):
         raise BundleError(f"{source}: field 'variants' has duplicate names; each variant must be unique")

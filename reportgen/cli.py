@@ -23,6 +23,27 @@ EXIT_CODES_HELP = """exit codes:
 """
 
 
+COMPARE_EPILOG = """A change counts when |head/base - 1| >= --threshold AND its 95 % bootstrap interval excludes 0.
+Runs of different devices or scenario parameters are refused; differing software versions are warned about.
+
+exit codes:
+  0  compared (no significant slowdown, or --fail-on-regression not given)
+  1  --fail-on-regression: a variant is significantly slower, or failed/incorrect in HEAD but OK in BASE
+  2  bad command-line arguments (--threshold, --site-url)
+  3  a run is missing or corrupt, or the runs cannot be compared (device or scenario parameters differ)
+ 70  internal error
+"""
+
+PUBLISH_EPILOG = """The site must be built and clean: manifest.json and .nojekyll present, every file and run page the
+manifest lists present, and no .site-tmp-*/.tmp-* build folder next to it or inside it.
+
+exit codes:
+  0  published (or the branch already held this site)
+  3  the site is missing, not built or dirty; not a git repository; a git command (e.g. the push) failed
+  6  the branch moved while publishing: run it again
+"""
+
+
 def default_store() -> Path:
     """The results store: $REPORTGEN_STORE or ./results."""
     return Path(os.environ.get("REPORTGEN_STORE", "results"))
@@ -90,7 +111,8 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two runs as a PR comment (Markdown) with a CI exit code",
-                       description="Compare BASE and HEAD (run ids, run folders, latest or latest~N).")
+                       description="Compare BASE and HEAD (run ids, run folders, latest or latest~N).",
+                       epilog=COMPARE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("base")
     p.add_argument("head")
     p.add_argument("--threshold", type=float, default=5.0, help="smallest change in percent that counts (default 5)")
@@ -104,7 +126,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 def _add_publish(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("publish", help="commit the built site to the gh-pages branch",
-                       description="Commit the built site to a gh-pages branch, keeping what it already holds.")
+                       description="Commit the built site to a gh-pages branch, keeping what it already holds.",
+                       epilog=PUBLISH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--site", type=Path, default=Path("site"))
     p.add_argument("--repo", type=Path, default=Path("."), help="git repository (default: the current one)")
     p.add_argument("--branch", default="gh-pages")

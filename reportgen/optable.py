@@ -49,7 +49,7 @@ class OpTable:
     step_durations_us: tuple[float, ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Frame:
     """One host op while the table is built (mutable accumulator, never leaves this module)."""
 
@@ -66,7 +66,7 @@ class _Frame:
 def build_op_table(trace: Trace) -> OpTable:
     """The op table, device totals and dispatch count of ``trace``."""
     frames, by_correlation, by_external = _nest_host_ops(trace.events)
-    device = [e for e in trace.events if is_device_work(e)]
+    device = [e for e in trace.events if e.lane is Lane.DEVICE and is_device_work(e)]
     unattributed = [e for e in device if not _attribute(e, by_correlation, by_external)]
     rows = _aggregate(frames)
     if unattributed:

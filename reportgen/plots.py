@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -18,6 +19,8 @@ from matplotlib.figure import Figure
 from reportgen.analysis import LANE_TITLES, HistoryGroup, LaneKind, TimelineLayout, VariantView
 
 DPI = 100
+LOG_SPAN = 20.0
+"""History charts switch to a log time axis when the medians span more than this factor."""
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
 LANE_COLOURS = {
     LaneKind.FRAMEWORK: "#4C72B0",
@@ -25,8 +28,9 @@ LANE_COLOURS = {
     LaneKind.DEVICE: "#55A868",
     LaneKind.OTHER: "#8C8C8C",
 }
-_RC = {
+_RC: dict[str, Any] = {
     "font.family": "DejaVu Sans",
+    "text.parse_math": False,  # names from traces are literal text: '$' must not start mathtext
     "font.size": 9,
     "svg.hashsalt": "reportgen",
     "axes.spines.top": False,
@@ -39,7 +43,7 @@ _RC = {
 @contextmanager
 def _figure(width_in: float, height_in: float) -> Iterator[Figure]:
     """A fresh Agg figure under the fixed style."""
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
         fig = Figure(figsize=(width_in, height_in), dpi=DPI)
         FigureCanvasAgg(fig)
         yield fig
@@ -62,7 +66,7 @@ def bar_chart(variants: Sequence[VariantView], path: Path, title: str) -> None:
         ax = fig.add_subplot()
         labels, medians, lows, highs, colours = [], [], [], [], []
         for i, v in enumerate(variants):
-            labels.append(plain(v.name))
+            labels.append(v.name)
             colours.append(colour_for(i))
             if v.timing is None:
                 medians.append(0.0)
@@ -82,7 +86,7 @@ def bar_chart(variants: Sequence[VariantView], path: Path, title: str) -> None:
             text = f"{m:,.1f} µs" if v.timing is not None else f"{v.status.value}: no timing"
             ax.text(m + h + top * 0.01, y, text, va="center", fontsize=8)
         ax.set_xlabel("median time per call (µs); error bars: 95 % bootstrap CI of the median")
-        ax.set_title(plain(title), fontsize=10, loc="left")
+        ax.set_title(title, fontsize=10, loc="left")
         fig.tight_layout()
         _save(fig, path)
 
@@ -99,15 +103,15 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
             err = [[max(p.median_us - p.ci_low_us, 0.0) for p in series.points],
                    [max(p.ci_high_us - p.median_us, 0.0) for p in series.points]]
             ax_time.errorbar(xs, meds, yerr=err, marker="o", ms=4, capsize=3, color=colour_for(i),
-                             label=plain(series.variant))
+                             label=series.variant)
             gains = [(x, p.speedup) for x, p in zip(xs, series.points, strict=True) if p.speedup is not None]
             if gains:
                 ax_gain.plot([g[0] for g in gains], [g[1] for g in gains], marker="o", ms=4, color=colour_for(i),
-                             label=plain(series.variant))
+                             label=series.variant)
         ax_time.set_ylabel("median µs per call")
-        ax_time.set_ylim(bottom=0)
+        _time_scale(ax_time, [p.median_us for series in group.series for p in series.points])
         ax_time.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        ax_time.set_title(plain(group.title), fontsize=10, loc="left")
+        ax_time.set_title(group.title, fontsize=10, loc="left")
         ax_gain.set_ylabel("speedup vs baseline (×)")
         ax_gain.set_title("speedup over the baseline (naive, or the first variant)", fontsize=8, loc="left")
         ax_gain.axhline(1.0, color="#999999", lw=0.8, ls="--")
@@ -121,9 +125,19 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
         _save(fig, path)
 
 
+def _time_scale(ax: Axes, medians_us: list[float]) -> None:
+    """Linear from zero, unless the medians span more than LOG_SPAN×: then log, so small variants stay visible."""
+    positive = [m for m in medians_us if m > 0]
+    if positive and max(positive) / min(positive) > LOG_SPAN:
+        ax.set_yscale("log")
+        ax.set_ylabel("median µs per call (log scale)")
+    else:
+        ax.set_ylim(bottom=0)
+
+
 def _short_time(created_utc: str) -> str:
     """``2026-11-30T04:55:00Z`` -> ``2026-11-30 04:55`` for a tick label."""
-    return plain(created_utc[:16].replace("T", " "))
+    return created_utc[:16].replace("T", " ")
 
 
 def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
@@ -148,18 +162,13 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
         ax.set_ylim(n_rows - 0.5, -0.5)
         ax.set_xlim(0, layout.window_us)
         ax.set_xlabel(f"time since the start of {layout.step_name or 'the trace'} (µs)")
-        ax.set_title(plain(title), fontsize=10, loc="left")
+        ax.set_title(title, fontsize=10, loc="left")
         ax.grid(axis="x", color="#e5e5e5", lw=0.6)
         ax.set_axisbelow(True)
         if not layout.bars:
             ax.text(0.5, 0.5, "no events in this window", transform=ax.transAxes, ha="center", va="center")
         fig.tight_layout()
         _save(fig, path)
-
-
-def plain(text: str) -> str:
-    """Text from a trace or a user made literal for matplotlib (no mathtext from '$')."""
-    return text.replace("$", r"\$")
 
 
 def _lane_bands(ax: Axes, rows: list[tuple[LaneKind, int]]) -> None:
@@ -195,6 +204,6 @@ def _label_bar(ax: Axes, name: str, start_us: float, duration_us: float, y: int,
         text = short[: max_chars - 1] + "…"
     else:
         return False
-    ax.text(start_us + duration_us / 2, y, plain(text), ha="center", va="center", fontsize=6.5, color="white",
+    ax.text(start_us + duration_us / 2, y, text, ha="center", va="center", fontsize=6.5, color="white",
             clip_on=True)
     return True

@@ -8,14 +8,18 @@ them to that index -> ``write-tree`` / ``commit-tree`` with the branch head as p
 Git plumbing never touches the user's working tree, index or checked-out branch, and files the
 branch already holds (older run pages) are kept: publish only adds and updates.
 
-A site is *dirty* (refused) when a build is in progress or was interrupted (a ``.site-tmp-*`` or
-``.tmp-*`` folder next to it or inside it), or when it does not match its ``manifest.json``: the
-manifest is not a JSON object, or a file or run page it lists is missing.
+A site is *dirty* (refused) when a build is in progress (the build's lock ``.<site>.lock`` next to
+it is held) or was interrupted (a ``.site-tmp-*`` or ``.site-old-*`` folder next to it or inside it),
+or when it does not match its ``manifest.json``: the manifest is not a JSON object, or a file or
+run page it lists is missing. Publish holds a shared lock on ``.<site>.lock`` while it reads the
+site, so a build cannot swap the folder under it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -30,8 +34,8 @@ from reportgen.errors import ConflictError, ExitCode, SiteError
 
 MANIFEST = "manifest.json"
 NOJEKYLL = ".nojekyll"
-SITE_TMP_PREFIXES = (".site-tmp-", ".tmp-")
-"""Names of the temporary folders a site build leaves while it runs (or after it crashed)."""
+SITE_TMP_PREFIXES = (".site-tmp-", ".site-old-")
+"""Folders ``reportgen build`` keeps next to the site while it runs (reportgen.site.TMP_PREFIX, OLD_PREFIX)."""
 
 FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "reportgen",
@@ -229,21 +233,42 @@ def _mode(path: Path) -> str:
     return "100755" if os.access(path, os.X_OK) else "100644"
 
 
+@contextlib.contextmanager
+def site_read_lock(site: Path) -> Iterator[None]:
+    """Hold a shared lock on the build's lock file; SiteError while a build holds it exclusively."""
+    lock_path = site.resolve().parent / f".{site.resolve().name}.lock"
+    if not lock_path.exists():
+        yield
+        return
+    with open(lock_path, "rb") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SiteError(f"{site}: a site build is in progress ({lock_path} is locked); wait for it, "
+                            "then publish") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def publish_site(site: Path, repo: Path, branch: str = "gh-pages", remote: str = "origin",
                  push: bool = False) -> PublishResult:
     """Commit ``site`` onto ``branch`` of ``repo``, keeping what the branch holds; push if asked."""
-    files = check_site(site)
     git = open_repo(repo)
     ref = _check_branch(git, branch)
+    with site_read_lock(site):
+        files = check_site(site)
+        blobs = _hash_files(git, site, files)
+        modes = {f: _mode(site / f) for f in files}
     parent = git.rev(ref)
     start = parent or git.rev(f"refs/remotes/{remote}/{branch}")
     old_files = _tree_files(git, start)
-    blobs = _hash_files(git, site, files)
     added = sum(1 for f in files if f not in old_files)
     updated = sum(1 for f in files if f in old_files and old_files[f] != blobs[f])
     commit = None
     if start is None or added or updated:
-        commit = _commit(git, site, files, blobs, start, _message(git, count_runs(files)))
+        commit = _commit(git, modes, blobs, start, _message(git, count_runs(files)))
         _move_branch(git, ref, commit, parent)
     elif parent is None and start is not None:
         _move_branch(git, ref, start, None)  # adopt the remote's branch locally so it can be pushed
@@ -257,7 +282,7 @@ def _message(git: _Git, runs: int) -> str:
     return f"reportgen {__version__}: site built from {sha} ({runs} runs)"
 
 
-def _commit(git: _Git, site: Path, files: list[str], blobs: dict[str, str], start: str | None, message: str) -> str:
+def _commit(git: _Git, modes: dict[str, str], blobs: dict[str, str], start: str | None, message: str) -> str:
     """A commit whose tree is ``start``'s plus the site's files, built in a temporary index."""
     with tempfile.TemporaryDirectory(prefix="reportgen-publish-") as tmp:
         index = Path(tmp) / "index"
@@ -265,7 +290,7 @@ def _commit(git: _Git, site: Path, files: list[str], blobs: dict[str, str], star
             git.run("read-tree", "--empty", index=index)
         else:
             git.run("read-tree", start, index=index)
-        info = "".join(f"{_mode(site / f)} {blobs[f]}\t{f}\0" for f in files)
+        info = "".join(f"{modes[f]} {blobs[f]}\t{f}\0" for f in modes)
         git.run("update-index", "--add", "--replace", "-z", "--index-info", input_text=info, index=index)
         tree = git.out("write-tree", index=index)
     args = ["commit-tree", tree, "-m", message] + (["-p", start] if start else [])

@@ -59,10 +59,12 @@ def fmt_pct(fraction: float | None, digits: int = 1) -> str:
 
 
 def fmt_ratio(value: float | None) -> str:
-    """A speedup: 5.84 -> '5.84×'."""
+    """A speedup: 5.84 -> '5.84×'; tiny ones keep two significant digits (0.0009×, not 0.00×)."""
     if value is None or not math.isfinite(value):
         return DASH
-    return f"{value:.2f}×"
+    if abs(value) >= 0.1:
+        return f"{value:.2f}×"
+    return f"{value:.2g}×"
 
 
 def fmt_rate(bytes_per_s: float | None) -> str:

@@ -18,9 +18,11 @@ deeply nested JSON, NaN times) is a ``TraceError`` with one line naming the file
 from __future__ import annotations
 
 import codecs
+import gc
 import gzip
 import io
 import json
+import json.scanner
 import math
 import os
 import re
@@ -192,7 +194,15 @@ def _read_stream(raw: IO[bytes], source: str, limit: int, sink: Callable[[bytes]
     if head == b"\x1f\x8b":
         binary = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
     chunks = _text_chunks(binary, source, limit, sink, gzipped=head == b"\x1f\x8b")
-    return _Parser(source, chunks).parse()
+    # The parser makes millions of short-lived dicts and long-lived events with no reference cycles:
+    # the cyclic collector would only rescan them (about 20% of the read time), so it is paused.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Parser(source, chunks).parse()
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _text_chunks(binary: IO[bytes], source: str, limit: int, sink: Callable[[bytes], None] | None,
@@ -245,6 +255,8 @@ def _read_block(binary: IO[bytes], source: str, gzipped: bool) -> bytes:
 _WS = re.compile(r"[ \t\n\r]*")
 _COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _NUMBER_TYPES = (int, float)
+_HASHABLE = (str, int)
+_INF = math.inf
 _MAX_TOKEN_TAIL = 16  # a partial literal/escape at the end of the buffer ('-Infinity', '\\ud83d\\ude00')
 _FLOW_PHASES = frozenset({"s", "t", "f"})
 _KEPT_TOP_KEYS = frozenset({
@@ -263,6 +275,9 @@ class _Parser:
         self.consumed = 0
         self.eof = False
         self.decode = json.JSONDecoder().raw_decode
+        # The C scanner itself: no Python frame per event (JSONDecoder.raw_decode wraps it).
+        self.scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+            json.JSONDecoder())  # type: ignore[arg-type]
         self.events = _EventBuilder(source)
         self.top: dict[str, Any] = {}
         self.saw_events = False
@@ -368,18 +383,29 @@ class _Parser:
                 return
 
     def parse_events(self) -> None:
+        """The ``traceEvents`` list: a fast path for whole events in the buffer, ``value()`` for the rest."""
         self.saw_events = True
         if self.skip_ws() == "]":
             self.pos += 1
             return
         add = self.events.add
+        scan = self.scan
         comma = _COMMA.match
         while True:
-            add(self.value())
-            m = comma(self.buf, self.pos)
-            if m is not None and m.end() < len(self.buf):
+            buf = self.buf
+            try:
+                obj, end = scan(buf, self.pos)
+            except (StopIteration, json.JSONDecodeError, RecursionError):
+                end = len(buf)
+            if end >= len(buf):
+                obj = self.value()  # needs more input, or is an error: the slow path says which
+                buf, end = self.buf, self.pos
+            add(obj)
+            m = comma(buf, end)
+            if m is not None and m.end() < len(buf):
                 self.pos = m.end()
                 continue
+            self.pos = end
             if self.expect(",]", "between events") == "]":
                 return
             self.skip_ws()
@@ -399,7 +425,7 @@ class _EventBuilder:
         self.strings: dict[Any, str] = {}
         self.lanes: dict[str, Lane] = {}
         self.open_b: dict[tuple[str, str], list[tuple[dict[str, Any], float]]] = {}
-        self.flows: dict[tuple[str, str, float], int] = {}
+        self.flows: list[tuple[Any, Any, Any, Any, Any]] = []
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[str, str] = {}
         self.runtime_names: set[str] = set()
@@ -426,12 +452,20 @@ class _EventBuilder:
         return s
 
     def add(self, obj: Any) -> None:
+        """One decoded event. The common case (a valid ``X`` event) is inlined: this runs per event."""
         self.count += 1
         if type(obj) is not dict:
             raise self.fail(obj, f"is {type(obj).__name__}, not an object; this is not a Chrome trace event")
-        ph = obj.get("ph")
+        get = obj.get
+        ph = get("ph")
         if ph == "X":
-            self.add_complete(obj)
+            ts: Any = get("ts")
+            dur: Any = get("dur")
+            if type(ts) not in _NUMBER_TYPES or type(dur) not in _NUMBER_TYPES or not (0.0 <= dur < _INF) \
+                    or not (-_INF < ts < _INF):
+                self.add_complete(obj)  # raises the precise error
+                return
+            self.emit(obj, get("args"), float(ts), float(dur))
         elif ph == "B" or ph == "E":
             self.add_begin_end(obj, ph)
         elif ph in _FLOW_PHASES:
@@ -459,13 +493,22 @@ class _EventBuilder:
         self.emit(obj, obj.get("args"), ts, dur)
 
     def emit(self, obj: dict[str, Any], args: Any, ts: float, dur: float) -> None:
-        cat = self.text(obj.get("cat", ""))
+        strings = self.strings
+        get = obj.get
+        raw_cat, raw_name, raw_pid, raw_tid = get("cat", ""), get("name", ""), get("pid", ""), get("tid", "")
+        cat = strings.get(raw_cat) if type(raw_cat) is str else None
+        cat = cat if cat is not None else self.text(raw_cat)
         lane = self.lanes.get(cat)
         if lane is None:
             lane = self.lanes[cat] = lane_of(cat)
-        name = self.text(obj.get("name", ""))
+        name = strings.get(raw_name) if type(raw_name) is str else None
+        name = name if name is not None else self.text(raw_name)
         if lane is Lane.RUNTIME:
             self.runtime_names.add(name)
+        pid = strings.get(raw_pid) if type(raw_pid) in _HASHABLE else None
+        pid = pid if pid is not None else self.text(raw_pid)
+        tid = strings.get(raw_tid) if type(raw_tid) in _HASHABLE else None
+        tid = tid if tid is not None else self.text(raw_tid)
         corr = ext = None
         if type(args) is dict:
             corr = args.get("correlation")
@@ -474,8 +517,7 @@ class _EventBuilder:
                 corr = None
             if type(ext) is not int:
                 ext = None
-        self.out.append(TraceEvent(name, cat, lane, ts, dur, self.text(obj.get("pid", "")),
-                                   self.text(obj.get("tid", "")), corr, ext))
+        self.out.append(TraceEvent(name, cat, lane, ts, dur, pid, tid, corr, ext))
 
     def add_begin_end(self, obj: dict[str, Any], ph: str) -> None:
         ts = self.number(obj, "ts")
@@ -496,12 +538,9 @@ class _EventBuilder:
         self.emit(begin, args, start, ts - start)
 
     def add_flow(self, obj: dict[str, Any]) -> None:
-        if obj.get("cat") == "fwdbwd":
-            return  # forward-to-backward links, not launches
-        fid = obj.get("id")
-        ts: Any = obj.get("ts")
-        if type(fid) is int and type(ts) in _NUMBER_TYPES:
-            self.flows[(self.text(obj.get("pid", "")), self.text(obj.get("tid", "")), float(ts))] = fid
+        """Keep a flow's raw fields; they are matched to events only if some launch lacks a correlation id."""
+        get = obj.get
+        self.flows.append((get("pid", ""), get("tid", ""), get("ts"), get("id"), get("cat")))
 
     def add_metadata(self, obj: dict[str, Any]) -> None:
         args = obj.get("args")
@@ -544,19 +583,27 @@ class _EventBuilder:
         )
 
     def bind_flows(self, events: list[TraceEvent]) -> list[TraceEvent]:
-        """Give events without ``args.correlation`` the id of a flow event that starts on them."""
-        if not self.flows:
+        """Give launches and device work without ``args.correlation`` the id of a flow event that starts on them."""
+        if not self.flows or all(e.correlation is not None for e in events if _flow_bound(e)):
             return events
-        flows = self.flows
+        flows: dict[tuple[str, str, float], int] = {}
+        for pid, tid, ts, fid, cat in self.flows:
+            if cat != "fwdbwd" and type(fid) is int and type(ts) in _NUMBER_TYPES:  # fwdbwd: autograd links
+                flows[(self.text(pid), self.text(tid), float(ts))] = fid
         out = []
         for e in events:
-            if e.correlation is None and e.lane is not Lane.FRAMEWORK:
+            if e.correlation is None and _flow_bound(e):
                 fid = flows.get((e.pid, e.tid, e.start_us))
                 if fid is not None:
                     e = TraceEvent(e.name, e.category, e.lane, e.start_us, e.duration_us, e.pid, e.tid, fid,
                                    e.external_id)
             out.append(e)
         return out
+
+
+def _flow_bound(e: TraceEvent) -> bool:
+    """Events a launch flow (``ac2g``) can start or end on: runtime calls and device work."""
+    return e.lane is Lane.RUNTIME or is_device_work(e)
 
 
 def _is_incomplete(exc: json.JSONDecodeError, buffered: int) -> bool:

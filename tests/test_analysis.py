@@ -140,6 +140,13 @@ def test_timeline_layout_nests_clips_and_drops_wrappers() -> None:
     assert layout.window_us == 120.0
 
 
+def test_iteration_window_is_cut_to_the_step_content() -> None:
+    events = [Ev("ProfilerStep#1", "framework", 0.0, 10_000.0), Ev("aten::mul", "framework", 10.0, 20.0),
+              Ev("late", "framework", 20_000.0, 5.0)]
+    assert analysis.iteration_window(events, 0.0, 10_000.0) == (0.0, 30.0)
+    assert analysis.iteration_window([], 0.0, 50.0) == (0.0, 50.0)
+
+
 def test_timeline_layout_folds_calls_deeper_than_max_depth() -> None:
     events = [Ev(f"op{i}", "framework", float(i), 100.0 - 2 * i) for i in range(analysis.MAX_DEPTH + 2)]
     layout = analysis.timeline_layout(events, 0.0, 100.0)

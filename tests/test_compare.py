@@ -231,6 +231,12 @@ def test_comment_has_marker_verdict_table_links_and_method() -> None:
     assert "95 \\% percentile\\-bootstrap interval" in lines[-1] and "excludes 0" in lines[-1]
 
 
+def test_mixed_verdict_names_the_regression_and_counts_the_faster() -> None:
+    b, h = runs((v("a", (100.0,) * 5), v("b", (100.0,) * 5)), (v("a", (50.0,) * 5), v("b", (), VariantStatus.FAILED)))
+    assert render_markdown(compare_runs(b, h, 5.0)).splitlines()[1] == (
+        "### :x: reportgen: regression in 1 of 2 variants: b broken (failed); faster: 1")
+
+
 def test_verdicts_for_improvement_and_no_change() -> None:
     b, h = runs((v("naive", (100.0,) * 5),), (v("naive", (50.0,) * 5),))
     assert render_markdown(compare_runs(b, h, 5.0)).splitlines()[1] == (

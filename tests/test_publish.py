@@ -12,7 +12,7 @@ import pytest
 from reportgen import __version__
 from reportgen.cli import main
 from reportgen.errors import ConflictError, SiteError
-from reportgen.publish import check_site, publish_site
+from reportgen.publish import MANIFEST, SITE_TMP_PREFIXES, check_site, publish_site, site_read_lock
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
             "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com"}
@@ -152,6 +152,26 @@ def test_build_in_progress_is_refused(tmp_path: Path, where: str) -> None:
     tmp.mkdir()
     with pytest.raises(SiteError, match=r"\.site-tmp-abc: a site build is in progress or was interrupted"):
         check_site(site)
+
+
+def test_build_holding_the_lock_is_refused_and_publish_holds_it_shared(tmp_path: Path) -> None:
+    import fcntl
+
+    site = make_site(tmp_path, ["run-1"])
+    with open(tmp_path / ".site.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # what reportgen build holds
+        with pytest.raises(SiteError, match=r": a site build is in progress \(.*\.site\.lock is locked\)"):
+            publish_site(site, make_repo(tmp_path)[0])
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        with site_read_lock(site):
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # a build cannot start meanwhile
+
+
+def test_prefixes_and_lock_name_match_the_site_builder() -> None:
+    site_builder = pytest.importorskip("reportgen.site")
+    assert SITE_TMP_PREFIXES == (site_builder.TMP_PREFIX, site_builder.OLD_PREFIX)
+    assert MANIFEST == site_builder.MANIFEST_FILE
 
 
 def test_corrupt_manifest_is_refused(tmp_path: Path) -> None:

@@ -1,0 +1,142 @@
+"""The shipped GitHub Actions workflow: valid YAML and schema, the right triggers, jobs and
+permissions, real actions, shell that parses, and reportgen commands the CLI accepts."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reportgen.cli import build_parser
+from reportgen.compare import MARKER
+
+WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "reportgen.yml"
+EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
+SAMPLE_VALUES = {"REPORTGEN_DEVICE": "auto", "REPORTGEN_THRESHOLD": "5"}
+"""Values for the workflow's shell variables whose content the CLI checks; any other becomes X."""
+
+
+@pytest.fixture(scope="module")
+def wf() -> dict[Any, Any]:
+    data = yaml.safe_load(WORKFLOW.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def triggers(wf: dict[Any, Any]) -> dict[str, Any]:
+    return wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as true
+
+
+def steps(wf: dict[Any, Any], job: str) -> list[dict[str, Any]]:
+    return wf["jobs"][job]["steps"]
+
+
+def run_scripts(wf: dict[Any, Any]) -> list[str]:
+    return [s["run"] for job in wf["jobs"].values() for s in job.get("steps", []) if "run" in s]
+
+
+def test_triggers_and_runner_parameter(wf: dict[Any, Any]) -> None:
+    on = triggers(wf)
+    assert on["push"] == {"branches": ["main"]} and "pull_request" in on
+    assert "runner" in on["workflow_dispatch"]["inputs"]
+    runner = "${{ inputs.runner || vars.REPORTGEN_RUNNER || 'ubuntu-latest' }}"
+    assert wf["jobs"]["profile-and-build"]["runs-on"] == runner
+    assert wf["jobs"]["compare"]["runs-on"] == "${{ vars.REPORTGEN_RUNNER || 'ubuntu-latest' }}"
+    assert wf["permissions"] == {"contents": "read"}
+
+
+def test_pages_flow_uploads_and_deploys(wf: dict[Any, Any]) -> None:
+    build, deploy = wf["jobs"]["profile-and-build"], wf["jobs"]["deploy"]
+    assert build["if"] == "github.event_name != 'pull_request'"
+    uses = [s.get("uses", "") for s in build["steps"]]
+    assert "actions/upload-pages-artifact@v3" in uses and "actions/configure-pages@v5" in uses
+    upload = next(s for s in build["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "site"
+    assert deploy["needs"] == "profile-and-build"
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["environment"]["name"] == "github-pages"
+    assert [s["uses"] for s in deploy["steps"]] == ["actions/deploy-pages@v4"]
+
+
+def test_pull_request_flow_profiles_both_compares_and_comments(wf: dict[Any, Any]) -> None:
+    job = wf["jobs"]["compare"]
+    assert job["if"].startswith("github.event_name == 'pull_request'")
+    assert job["permissions"]["pull-requests"] == "write"
+    refs = [s["with"]["ref"] for s in job["steps"] if s.get("uses", "").startswith("actions/checkout")]
+    assert refs == ["${{ github.event.pull_request.base.sha }}", "${{ github.event.pull_request.head.sha }}"]
+    script = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
+    assert f"'{MARKER}'" in script and "updateComment" in script and "createComment" in script
+    compare = next(s for s in job["steps"] if s.get("id") == "compare")["run"]
+    assert "--fail-on-regression" in compare
+    fail = job["steps"][-1]
+    assert fail["if"] == "steps.compare.outputs.rc == '1'" and "exit 1" in fail["run"]
+
+
+def test_only_known_actions_pinned_to_a_major_version(wf: dict[Any, Any]) -> None:
+    known = {"actions/checkout", "actions/setup-python", "actions/configure-pages", "actions/upload-pages-artifact",
+             "actions/deploy-pages", "actions/github-script"}
+    for job in wf["jobs"].values():
+        for s in job["steps"]:
+            if "uses" in s:
+                name, _, version = s["uses"].partition("@")
+                assert name in known and re.fullmatch(r"v\d+", version), s["uses"]
+
+
+def _reportgen_commands(script: str) -> list[list[str]]:
+    """Every ``reportgen ...`` command line in a shell script, as argv with shell variables filled in."""
+    script = script.replace("\\\n", " ")
+    commands = []
+    for line in script.splitlines():
+        m = re.search(r"(?:^|[;&|]\s*)reportgen\s+(.*)$", line.strip())
+        if not m:
+            continue
+        text = EXPRESSION.sub("X", m.group(1))
+        text = re.sub(r"\$\{\w+:\+(.*?)\}", r"\1", text)  # ${VAR:+--opt "$VAR"} -> --opt "$VAR"
+        text = re.sub(r"\$\{?(\w+)[^}\s\"]*\}?", lambda v: SAMPLE_VALUES.get(v.group(1), "X"), text)
+        commands.append(shlex.split(text))
+    return commands
+
+
+def test_device_choices_match_the_cli(wf: dict[Any, Any]) -> None:
+    device = triggers(wf)["workflow_dispatch"]["inputs"]["device"]
+    assert device["type"] == "choice" and device["options"] == ["auto", "neuron", "cuda", "cpu"]
+    assert wf["env"]["REPORTGEN_DEVICE"].endswith("|| 'auto' }}")
+
+
+def test_every_reportgen_command_is_accepted_by_the_cli(wf: dict[Any, Any]) -> None:
+    seen = []
+    for script in run_scripts(wf):
+        for argv in _reportgen_commands(script):
+            build_parser().parse_args(argv)  # raises UsageError on an unknown command or option
+            seen.append(argv[0])
+    assert sorted(set(seen)) == ["build", "compare", "profile"]
+
+
+def test_command_extraction_catches_a_bad_option() -> None:
+    (argv,) = _reportgen_commands('reportgen compare a b --treshold "$T"')
+    with pytest.raises(Exception, match="unrecognized arguments: --treshold"):
+        build_parser().parse_args(argv)
+
+
+def test_run_scripts_are_valid_bash(wf: dict[Any, Any]) -> None:
+    for script in run_scripts(wf):
+        proc = subprocess.run(["bash", "-n"], input=EXPRESSION.sub("X", script), capture_output=True, text=True)
+        assert proc.returncode == 0, (script, proc.stderr)
+
+
+@pytest.mark.skipif(shutil.which("check-jsonschema") is None and not Path(".venv/bin/check-jsonschema").exists(),
+                    reason="check-jsonschema is not installed")
+def test_workflow_matches_githubs_workflow_schema(tmp_path: Path) -> None:
+    exe = shutil.which("check-jsonschema") or ".venv/bin/check-jsonschema"
+    cmd = [exe, "--builtin-schema", "vendor.github-workflows"]
+    ok = subprocess.run([*cmd, str(WORKFLOW)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    broken = tmp_path / "broken.yml"
+    broken.write_text(WORKFLOW.read_text().replace("runs-on: ubuntu-latest", "runs_on: ubuntu-latest"))
+    assert subprocess.run([*cmd, str(broken)], capture_output=True, text=True).returncode != 0

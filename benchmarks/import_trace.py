@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -86,6 +86,7 @@ mode, path = sys.argv[1], Path(sys.argv[2])
 sys.path.insert(0, sys.argv[3])
 from reportgen.trace import read_trace
 from reportgen.importer import ImportRequest, import_run
+before = resource.getrusage(resource.RUSAGE_SELF)
 t0 = time.perf_counter()
 if mode == "json_load":
     with open(path, "rb") as fh:
@@ -100,7 +101,9 @@ elif mode == "import":
 else:
     n = 0
 wall = time.perf_counter() - t0
-print(json.dumps({"wall_s": wall, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+use = resource.getrusage(resource.RUSAGE_SELF)  # all threads: includes the gzip-copy thread of an import
+cpu = use.ru_utime + use.ru_stime - before.ru_utime - before.ru_stime
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_rss_bytes": use.ru_maxrss * 1024,
                   "n": n}))
 """
 
@@ -120,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace", type=Path, default=None, help="use this trace instead of generating one")
     p.add_argument("--out", type=Path, default=None, help="write the results JSON here")
     args = p.parse_args(argv)
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         path = args.trace or Path(tmp) / "bench.trace.json"
         events = None
@@ -135,18 +139,22 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{i + 1}/{args.repeat}] {mode}: {runs[mode][-1]}", file=sys.stderr)
         size = path.stat().st_size
     summary = {m: {"median_wall_s": statistics.median(r["wall_s"] for r in rs),
+                   "median_cpu_s": statistics.median(r["cpu_s"] for r in rs),
                    "max_peak_rss_bytes": max(r["peak_rss_bytes"] for r in rs),
-                   "wall_s": [r["wall_s"] for r in rs]} for m, rs in runs.items()}
+                   "wall_s": [r["wall_s"] for r in rs], "cpu_s": [r["cpu_s"] for r in rs]}
+               for m, rs in runs.items()}
     base = summary["json_load"]
     result = {
         "benchmark": "import_trace",
         "command": " ".join([Path(sys.executable).name, "benchmarks/import_trace.py", *(argv or sys.argv[1:])]),
         "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpu_count": __import__("os").cpu_count(), "processor": platform.processor()},
-        "trace": {"size_bytes": size, "events": events},
+                    "cpu_count": os.cpu_count(), "processor": platform.processor()},
+        "trace": {"size_bytes": size, "events": events or runs["json_load"][0]["n"]},
+        "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
         "results": summary,
         "ratios_vs_json_load": {
-            m: {"time": summary[m]["median_wall_s"] / base["median_wall_s"],
+            m: {"wall_time": summary[m]["median_wall_s"] / base["median_wall_s"],
+                "cpu_time": summary[m]["median_cpu_s"] / base["median_cpu_s"],
                 "peak_rss": summary[m]["max_peak_rss_bytes"] / base["max_peak_rss_bytes"]}
             for m in ("read_trace", "import")},
         "peak_rss_above_idle_bytes": {m: summary[m]["max_peak_rss_bytes"] - summary["idle"]["max_peak_rss_bytes"]
@@ -161,5 +169,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    _ = resource  # measured in the child processes
     raise SystemExit(main())

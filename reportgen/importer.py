@@ -16,6 +16,7 @@ into a hidden staging folder in the same pass); build the Run; only then write t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import os
@@ -238,7 +239,9 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
         for item in plan.inputs:
             trace, copy = read_and_stage(item, staging, limit)
-            staged.append((item, trace, copy, build_op_table(trace)))
+            table = build_op_table(trace)
+            # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
+            staged.append((item, dataclasses.replace(trace, events=()), copy, table))
         summaries = {item.variant: neuron_device_summary(item.artifacts) for item in plan.inputs
                      if plan.layout is Layout.NEURON}
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import ROOT, SHARED_TRACES
 
 from reportgen import importer
 from reportgen.bundle import load_run
@@ -278,3 +278,18 @@ def test_a_trace_without_events_is_imported_with_an_empty_table(tmp_path: Path) 
     path.write_text('{"traceEvents": []}')
     run = load_run(_import(path, tmp_path / "s"))
     assert run.variants[0].ops == () and run.device is DeviceKind.CPU
+
+
+def test_benchmark_trace_generator_makes_a_valid_linked_trace(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_trace_bench", ROOT / "benchmarks" / "import_trace.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = tmp_path / "b.json"
+    count = bench.generate_trace(path, 100_000)
+    assert len(json.loads(path.read_text())["traceEvents"]) == count
+    assert path.stat().st_size >= 100_000
+    table = build_op_table(read_trace_bytes(path.read_bytes(), "b"))
+    assert table.unattributed_device_count == 0 and table.device_work_count == table.op_dispatch_count

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from factories import synthetic_run, variant, write_synthetic
 
-from reportgen import site
+from reportgen import render, site
 from reportgen.bundle import load_run
 from reportgen.cli import main
 from reportgen.errors import BundleError, ConflictError, SiteError, UsageError
@@ -288,6 +288,7 @@ def _assert_tables_whole(md: str) -> None:
     i = 0
     while i < len(lines):
         if lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            assert i > 0 and lines[i - 1] == "", f"table must follow a blank line: {lines[i - 1]!r}"
             width = _pipes(lines[i])
             j = i + 1
             while j < len(lines) and lines[j].startswith("|"):
@@ -300,6 +301,33 @@ def _assert_tables_whole(md: str) -> None:
 
 def _pipes(row: str) -> int:
     return len(re.findall(r"(?<!\\)\|", row))
+
+
+def test_markdown_tables_of_a_normal_run_start_their_own_block(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    site.build_site(_store_with(tmp_path, synthetic_run(), _run_b()), out, "/")
+    for md_page in (out / "index.md", out / "runs" / RUN_A / "report.md", out / "runs" / RUN_B / "report.md"):
+        text = md_page.read_text()
+        assert text.count("|---") >= (2 if md_page.name == "index.md" else 9)
+        _assert_tables_whole(text)
+
+
+@pytest.mark.parametrize(("func", "value", "text"), [
+    (render.fmt_us, 2355.0, "2,355.0"), (render.fmt_us, 17.049, "17.05"), (render.fmt_us, 0.8012, "0.801"),
+    (render.fmt_us, None, "—"), (render.fmt_pct, 0.495, "49.5 %"), (render.fmt_ratio, 2355 / 403.3, "5.84×"),
+    (render.fmt_ratio, 0.000899, "0.0009×"), (render.fmt_rate, 2.9e12, "2.9 TB/s"),
+    (render.fmt_rate, 13_427_473_098.0, "13.4 GB/s"), (render.fmt_bytes, 34816, "34.0 KiB"),
+    (render.fmt_bytes, 512, "512 B"), (render.fmt_int, 12345, "12,345"),
+])
+def test_number_formats(func: object, value: object, text: str) -> None:
+    assert func(value) == text  # type: ignore[operator]
+
+
+def test_markdown_environment_escapes_every_value_but_not_formatted_numbers() -> None:
+    env = render.md_env()
+    got = env.from_string("| {{ name }} | {{ x|us }} | [{{ name }}]({{ path|url }}) |").render(
+        name=EVIL, x=1234.5, path="runs/a b/report.md")
+    assert got == r"| \<script\>alert\(1\)\<\/script\>\|x | 1,234.5 | [\<script\>alert\(1\)\<\/script\>\|x](runs/a%20b/report.md) |"
 
 
 def test_failed_and_imported_variants_are_shown_as_such(tmp_path: Path) -> None:

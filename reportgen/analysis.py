@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Protocol
 
 from reportgen import stats
-from reportgen.model import OpRow, Run, RunSource, TimeBasis, VariantResult, VariantStatus
+from reportgen.model import DeviceKind, OpRow, Run, RunSource, TimeBasis, VariantResult, VariantStatus
 
 BASELINE_VARIANT = "naive"
 FUSED_VARIANT = "fused"
@@ -270,7 +270,60 @@ def run_view(run: Run) -> RunView:
 
 
 # ---------------------------------------------------------------------------------------------
-# History across runs
+# History across runs: compact digests, so an index of many runs needs no full run.json
+
+
+@dataclass(frozen=True)
+class VariantDigest:
+    """One variant of a run as the index and history need it."""
+
+    name: str
+    status: VariantStatus
+    median_us: float | None = None
+    ci_low_us: float | None = None
+    ci_high_us: float | None = None
+    speedup: float | None = None
+    """median(baseline) / median(this variant); None for the baseline itself and untimed variants."""
+
+
+@dataclass(frozen=True)
+class RunDigest:
+    """What the index and the history charts show of a run (kept in the site manifest)."""
+
+    run_id: str
+    created_utc: str
+    label: str
+    source: RunSource
+    device: DeviceKind
+    device_name: str
+    scenario: str
+    parameters: dict[str, str]
+    git_sha: str | None
+    baseline: str | None
+    variants: tuple[VariantDigest, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every variant ran and matched the reference."""
+        return all(v.status is VariantStatus.OK for v in self.variants)
+
+
+def digest(run: Run) -> RunDigest:
+    """The run's digest: per variant the median, its bootstrap CI and the speedup over the baseline."""
+    summaries = {v.name: stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
+                 for v in run.variants}
+    base = baseline_name(run)
+    base_summary = summaries.get(base) if base else None
+    variants = []
+    for v in run.variants:
+        s = summaries[v.name]
+        gain = (base_summary.median_us / s.median_us
+                if s is not None and base_summary is not None and v.name != base and s.median_us > 0 else None)
+        variants.append(VariantDigest(v.name, v.status, s.median_us if s else None, s.ci_low_us if s else None,
+                                      s.ci_high_us if s else None, gain))
+    return RunDigest(run.run_id, run.created_utc, run.label, run.source, run.device,
+                     run.environment.device_name or "", run.scenario.name, dict(run.scenario.parameters),
+                     run.git.sha, base, tuple(variants))
 
 
 @dataclass(frozen=True)
@@ -293,6 +346,9 @@ class HistorySeries:
     points: tuple[HistoryPoint, ...]
 
 
+GroupKey = tuple[str, str, str, tuple[tuple[str, str], ...]]
+
+
 @dataclass(frozen=True)
 class HistoryGroup:
     """Runs that are comparable: same device, device name, scenario and scenario parameters."""
@@ -307,51 +363,48 @@ class HistoryGroup:
     series: tuple[HistorySeries, ...]
 
 
-def group_key(run: Run) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
-    """What must match for two runs to share a history line."""
-    params = tuple(sorted((k, v) for k, v in run.scenario.parameters.items() if k != "seed"))
-    return (run.device.value, run.environment.device_name or "", run.scenario.name, params)
+def group_key(d: RunDigest) -> GroupKey:
+    """What must match for two runs to share a history line (the seed may differ)."""
+    params = tuple(sorted((k, v) for k, v in d.parameters.items() if k != "seed"))
+    return (d.device.value, d.device_name, d.scenario, params)
 
 
-def _group_title(key: tuple[str, str, str, tuple[tuple[str, str], ...]]) -> str:
+def _group_title(key: GroupKey) -> str:
     device, device_name, scenario, params = key
     where = f"{device} ({device_name})" if device_name else device
     shown = ", ".join(f"{k}={v}" for k, v in params)
     return f"{scenario} on {where}" + (f" — {shown}" if shown else "")
 
 
-def history(runs: Sequence[Run]) -> tuple[HistoryGroup, ...]:
+def history(digests: Sequence[RunDigest]) -> tuple[HistoryGroup, ...]:
     """Per group (sorted by title), per variant, the median time and speedup of every run that timed it."""
-    groups: dict[tuple[str, str, str, tuple[tuple[str, str], ...]], list[Run]] = {}
-    for run in sorted(runs, key=lambda r: (r.created_utc, r.run_id)):
-        groups.setdefault(group_key(run), []).append(run)
+    groups: dict[GroupKey, list[RunDigest]] = {}
+    for d in sorted(digests, key=lambda r: (r.created_utc, r.run_id)):
+        groups.setdefault(group_key(d), []).append(d)
     out = [_history_group(key, members) for key, members in groups.items()]
-    return tuple(sorted(out, key=lambda g: g.title))
+    return tuple(sorted(out, key=lambda g: (g.title, g.key)))
 
 
-def _history_group(key: tuple[str, str, str, tuple[tuple[str, str], ...]], runs: list[Run]) -> HistoryGroup:
+def _history_group(key: GroupKey, runs: list[RunDigest]) -> HistoryGroup:
     names: list[str] = []
-    for run in runs:
-        names.extend(v.name for v in run.variants if v.name not in names)
+    for d in runs:
+        names.extend(v.name for v in d.variants if v.name not in names)
     points: dict[str, list[HistoryPoint]] = {n: [] for n in names}
-    for run in runs:
-        gains = {s.target: s.ratio.value for s in speedups(run) if s.baseline == baseline_name(run)}
-        for v in run.variants:
-            summary = stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
-            if summary is None:
+    for d in runs:
+        for v in d.variants:
+            if v.median_us is None or v.ci_low_us is None or v.ci_high_us is None:
                 continue
-            points[v.name].append(HistoryPoint(run.run_id, run.created_utc, summary.median_us,
-                                               summary.ci_low_us, summary.ci_high_us, gains.get(v.name)))
-    series = tuple(HistorySeries(n, tuple(points[n])) for n in names if points[n])
+            points[v.name].append(HistoryPoint(d.run_id, d.created_utc, v.median_us, v.ci_low_us, v.ci_high_us,
+                                               v.speedup))
     return HistoryGroup(
         key="|".join([key[0], key[1], key[2], *(f"{k}={v}" for k, v in key[3])]),
         title=_group_title(key),
         device=key[0],
         scenario=key[2],
         parameters=key[3],
-        run_ids=tuple(r.run_id for r in runs),
-        created_utc=tuple(r.created_utc for r in runs),
-        series=series,
+        run_ids=tuple(d.run_id for d in runs),
+        created_utc=tuple(d.created_utc for d in runs),
+        series=tuple(HistorySeries(n, tuple(points[n])) for n in names if points[n]),
     )
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -190,7 +191,8 @@ def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Pa
     final = store / run.run_id
     if final.exists():
         raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten")
-    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + run.run_id[:40] + "-", dir=store))
+    remove_stale_temp_dirs(store)
+    tmp = make_temp_dir(store, run.run_id[:40])
     try:
         for rel, content in sorted(files.items()):
             _write_member(tmp, rel, content)
@@ -208,6 +210,47 @@ def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Pa
     return final
 
 
+def temp_owner_tag() -> str:
+    """``<host>-p<pid>``: put in a temporary folder's name so a later run can tell when its maker is gone."""
+    return f"{slug(socket.gethostname(), 30)}-p{os.getpid()}"
+
+
+def make_temp_dir(folder: Path, tag: str, prefix: str = TMP_PREFIX) -> Path:
+    """A hidden temporary folder in ``folder`` named ``<prefix><host>-p<pid>-<tag>-XXXX`` (see remove_stale_temp_dirs)."""
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{temp_owner_tag()}-{slug(tag, 40) or 'x'}-", dir=folder))
+
+
+def remove_stale_temp_dirs(folder: Path, prefix: str = TMP_PREFIX) -> list[Path]:
+    """Delete the temporary folders in ``folder`` left by a killed reportgen on this host (its pid is gone).
+
+    Only names made by make_temp_dir with ``prefix`` are considered; a folder of a live process, of another
+    host (a shared store), or of unknown shape is left alone. Returns the folders removed.
+    """
+    own = f"{prefix}{temp_owner_tag().rsplit('-p', 1)[0]}-p"
+    removed = []
+    for p in sorted(folder.iterdir()) if folder.is_dir() else []:
+        pid = p.name[len(own):].split("-", 1)[0] if p.name.startswith(own) else ""
+        if not pid.isdigit() or p.is_symlink() or not p.is_dir():
+            continue
+        if not _pid_alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    """True when a process with this id exists on this host (a reused pid errs on the side of keeping)."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _write_member(root: Path, rel: str, content: Path | bytes) -> None:
     if not is_safe_relpath(rel):
         raise BundleError(f"bundle member path {rel!r} is not a safe relative path")
@@ -220,6 +263,8 @@ def _write_member(root: Path, rel: str, content: Path | bytes) -> None:
             os.fsync(fh.fileno())
     else:
         shutil.copyfile(content, dest)
+        with open(dest, "rb") as fh:  # durable before the rename publishes the bundle, like the bytes above
+            os.fsync(fh.fileno())
 
 
 def _fsync_dir(path: Path) -> None:

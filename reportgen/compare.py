@@ -417,6 +417,7 @@ def markdown_environment() -> jinja2.Environment:
     env.filters["md_whole"] = md_escape
     env.filters["html"] = html_text
     env.filters["us"] = format_us
+    env.filters["delta_us"] = format_delta_us
     env.filters["pct"] = format_pct
     env.filters["calls"] = format_calls
     return env
@@ -431,7 +432,12 @@ def format_us(value: float | None) -> str:
     """A time in µs with 4 significant digits, or an em dash."""
     if value is None:
         return "\u2014"
-    return f"{value:,.4g} µs" if value < 1e4 else f"{value:,.0f} µs"
+    return f"{value:,.4g} µs" if abs(value) < 1e4 else f"{value:,.0f} µs"
+
+
+def format_delta_us(value: float) -> str:
+    """A signed time difference in µs, same digits as format_us."""
+    return ("+" if value >= 0 else "-") + format_us(abs(value))
 
 
 def format_pct(value: float | None) -> str:

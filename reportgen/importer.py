@@ -16,7 +16,9 @@ into a hidden staging folder in the same pass); build the Run; only then write t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import gc
 import gzip
 import json
 import os
@@ -25,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
@@ -49,7 +51,7 @@ from reportgen.model import (
     VariantResult,
     VariantStatus,
 )
-from reportgen.optable import OpTable, build_op_table
+from reportgen.optable import OpTable, build_op_table, per_step
 from reportgen.trace import Trace, max_trace_bytes, read_trace_copying
 
 NEURON_TRACE_GLOB = "*_pid_*/*/trace.json"
@@ -58,7 +60,8 @@ NEURON_ARTIFACT_SUFFIXES = (".neff", ".ntff", ".pb")
 NEURON_EXPLORER_NAMES = ("neuron-explorer", "neuron-profile")
 NEURON_EXPLORER_TIMEOUT_S = 300
 SUMMARY_KEYS = ("total_time", "hbm_read_bytes", "hbm_write_bytes", "mbu_estimated_percent")
-TRACE_GZIP_LEVEL = 6
+TRACE_GZIP_LEVEL = 3
+"""zlib level of the stored trace copy: 2.6x faster than 6 for about 20 % more bytes on Kineto JSON."""
 _TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt")
 
 
@@ -239,9 +242,11 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
         for item in plan.inputs:
             trace, copy = read_and_stage(item, staging, limit)
-            table = build_op_table(trace)
+            with _gc_paused():  # events and op frames hold no cycles; a collection would only rescan them
+                table = build_op_table(trace)
             # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
             staged.append((item, dataclasses.replace(trace, events=()), copy, table))
+            del trace
         summaries = {item.variant: neuron_device_summary(item.artifacts) for item in plan.inputs
                      if plan.layout is Layout.NEURON}
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
@@ -316,8 +321,10 @@ def variant_result(item: TraceInput, trace: Trace, table: OpTable, trace_rel: st
         ops=table.rows,
         time_basis=TimeBasis.DEVICE if device_basis else TimeBasis.CPU,
         profiled_steps=len(table.step_durations_us),
-        op_dispatch_count=table.op_dispatch_count,
-        device_event_count=table.device_work_count if trace.has_device_lane else None,
+        op_dispatch_count=per_step(table.op_dispatch_count, len(table.step_durations_us)),
+        aten_op_count=per_step(table.aten_op_count, len(table.step_durations_us)),
+        device_event_count=per_step(table.device_work_count, len(table.step_durations_us))
+        if trace.has_device_lane else None,
         trace_path=trace_rel,
         artifacts=artifacts,
     )
@@ -368,6 +375,18 @@ def _device_kind(plan: ImportPlan, traces: list[Trace], override: str) -> tuple[
         return DeviceKind(hint), [f"device {hint} inferred from the trace contents (override with --device)"]
     return DeviceKind.UNKNOWN, [f"the traces disagree on the device ({', '.join(sorted(hints))}); "
                                 "set it with --device"]
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a block (restored afterwards, even on error)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _cuda_version(runtime: int | None) -> str | None:

@@ -22,6 +22,8 @@ from reportgen.scenario import Tolerance, Variant
 Progress = Callable[[str], None]
 _STEP_PREFIX = "ProfilerStep"  # "ProfilerStep#N" events; key_averages names them "ProfilerStep*"
 MAX_ERROR_CHARS = 600
+WARMUP_BLOCK = 5
+WARMUP_BUDGET_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -79,15 +81,17 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
     first_us, out = _timed_call(backend, fn, inputs.args)
     correctness = check_correctness(out, inputs.reference, inputs.tolerance)
     progress(f"{variant.name}: warm-up x{settings.warmup}; correctness {_describe(correctness)}")
+    if variant.compile:
+        _release_compile_workers()
     with torch.no_grad():
-        for _ in range(settings.warmup):
-            fn(*inputs.args)
-        backend.synchronize()
+        warmed = _warm_up(backend, fn, inputs.args, settings.warmup)
+        if warmed > settings.warmup:
+            progress(f"{variant.name}: timings settled after {warmed} warm-up calls")
         calls = settings.calls_per_sample or _calibrate(backend, fn, inputs.args, settings.min_sample_us)
         progress(f"{variant.name}: timing {settings.samples} samples x {calls} call(s)")
         samples = _samples(backend, fn, inputs.args, settings.samples, calls)
         progress(f"{variant.name}: profiling ({settings.profile_active} active steps)")
-        ops, dispatches, device_events, trace, artifacts = _profile(backend, fn, inputs.args, settings, work_dir)
+        capture = _profile(backend, fn, inputs.args, settings, work_dir)
     median = sorted(samples)[len(samples) // 2]
     result = _replace(
         base,
@@ -98,12 +102,13 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         samples_us=tuple(samples),
         calls_per_sample=calls,
         correctness=correctness,
-        ops=ops,
+        ops=capture.ops,
         profiled_steps=settings.profile_active,
-        op_dispatch_count=dispatches,
-        device_event_count=device_events,
+        op_dispatch_count=capture.dispatches_per_step,
+        aten_op_count=capture.aten_ops_per_step,
+        device_event_count=capture.device_events_per_step,
     )
-    return VariantOutcome(result, trace, artifacts)
+    return VariantOutcome(result, capture.trace, capture.artifacts)
 
 
 def _replace(v: VariantResult, **changes: Any) -> VariantResult:
@@ -121,6 +126,35 @@ def _timed_call(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...])
         out = fn(*args)
     backend.synchronize()
     return ((time.perf_counter_ns() - t0) / 1000.0, out)
+
+
+def _release_compile_workers() -> None:
+    """Stop inductor's compile-worker pool: right after a cold compile it keeps the CPU busy for seconds."""
+    try:
+        from torch._inductor.async_compile import shutdown_compile_workers
+    except ImportError:
+        return
+    shutdown_compile_workers()
+
+
+def _warm_up(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], minimum: int,
+             budget_s: float = WARMUP_BUDGET_S) -> int:
+    """At least ``minimum`` calls, then blocks of calls until two consecutive blocks agree within 25 %.
+
+    Returns the number of warm-up calls made. Bounded by ``budget_s`` of wall time.
+    """
+    for _ in range(minimum):
+        fn(*args)
+    backend.synchronize()
+    done, previous = minimum, None
+    deadline = time.monotonic() + budget_s
+    while time.monotonic() < deadline:
+        block = sorted(_timed_call(backend, fn, args)[0] for _ in range(WARMUP_BLOCK))[WARMUP_BLOCK // 2]
+        done += WARMUP_BLOCK
+        if previous is not None and abs(block - previous) <= 0.25 * min(block, previous):
+            break
+        previous = block
+    return done
 
 
 def _calibrate(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], min_sample_us: float) -> int:
@@ -156,9 +190,19 @@ def check_correctness(out: Any, reference: Any, tol: Tolerance) -> Correctness:
     return Correctness(passed, max_abs, max_rel, tol.atol, tol.rtol)
 
 
+@dataclass(frozen=True)
+class _Capture:
+    ops: tuple[OpRow, ...]
+    dispatches_per_step: int | None
+    aten_ops_per_step: int | None
+    device_events_per_step: int | None
+    trace: Path | None
+    artifacts: list[tuple[Path, str]]
+
+
 def _profile(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], settings: MeasureSettingsIn,
-             work_dir: Path) -> tuple[tuple[OpRow, ...], int, int | None, Path | None, list[tuple[Path, str]]]:
-    """A scheduled torch.profiler capture: op rows, dispatches and device events per step, trace, artifacts."""
+             work_dir: Path) -> _Capture:
+    """A scheduled torch.profiler capture: key_averages rows, per-step counts from the trace, artifacts."""
     import torch
 
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -172,13 +216,22 @@ def _profile(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], se
                 fn(*args)
                 backend.synchronize()
                 prof.step()
-    ops = op_rows(prof)
-    active = settings.profile_active
-    dispatches = sum(1 for e in prof.events() if e.name.startswith("aten::"))
-    device_events = _device_event_count(prof)
     trace, artifacts = backend.collect_artifacts(work_dir)
-    per_step_devices = None if device_events is None else round(device_events / active)
-    return ops, round(dispatches / active), per_step_devices, trace, artifacts
+    counts = _trace_counts(trace, settings.profile_active)
+    return _Capture(op_rows(prof), *counts, trace, artifacts)
+
+
+def _trace_counts(trace_file: Path | None, active: int) -> tuple[int | None, int | None, int | None]:
+    """(top-level ATen ops, all ATen ops, device events) per step, by the same rules as an import."""
+    if trace_file is None:
+        return (None, None, None)
+    from reportgen.optable import build_op_table, per_step
+    from reportgen.trace import read_trace
+
+    trace = read_trace(trace_file)
+    table = build_op_table(trace)
+    device = per_step(table.device_work_count, active) if trace.has_device_lane else None
+    return (per_step(table.op_dispatch_count, active), per_step(table.aten_op_count, active), device)
 
 
 def op_rows(prof: Any) -> tuple[OpRow, ...]:
@@ -202,19 +255,6 @@ def op_rows(prof: Any) -> tuple[OpRow, ...]:
             input_shapes="; ".join(shapes.get(avg.key, [])),
         ))
     return tuple(sorted(rows, key=lambda r: (-r.self_device_us, -r.self_cpu_us, r.name)))
-
-
-def _device_event_count(prof: Any) -> int | None:
-    """Device-side events (kernels, memcpy) in the capture; None when only the CPU was traced."""
-    from torch.autograd import DeviceType
-
-    try:
-        events = prof.profiler.kineto_results.events()
-    except AttributeError:
-        return None
-    count = sum(1 for e in events if e.device_type() in (DeviceType.CUDA, DeviceType.PrivateUse1))
-    has_device_activity = any(str(a).split(".")[-1] != "CPU" for a in prof.activities)
-    return count if has_device_activity else None
 
 
 def _describe(c: Correctness) -> str:

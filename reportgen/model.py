@@ -94,8 +94,9 @@ class VariantResult:
     ops: tuple[OpRow, ...] = ()
     time_basis: TimeBasis = TimeBasis.CPU
     profiled_steps: int = 0
-    op_dispatch_count: int | None = None
-    device_event_count: int | None = None
+    op_dispatch_count: int | None = None  # top-level ATen ops per step (calls user code made into ATen)
+    device_event_count: int | None = None  # kernels/copies per step; None when no device lane was traced
+    aten_op_count: int | None = None  # all ATen ops per step, nested included (shows composites)
     bytes_per_call: int = 0
     flops_per_call: int = 0
     trace_path: str | None = None

@@ -16,6 +16,8 @@ Rules (docs/importing.md says the same for users):
   the launcher's ``self_device_us`` and to ``total_device_us`` of the launcher and every
   enclosing op. Device work that links to no host op is one row, ``UNATTRIBUTED_ROW``, so the
   rows' self device time always sums to the trace's device time.
+- **ATen op count**: every ``aten::*`` host op, nested ones included: a composite such as
+  CPU ``aten::rms_norm`` is one dispatch but many ATen ops.
 - **Dispatch count**: top-level ATen ops: host ops named ``aten::*`` with no ``aten::`` op
   enclosing them on their thread (the calls user code made into ATen; the ops ATen calls
   internally are not counted). A fused op is one dispatch; the naive RMSNorm is four or more.
@@ -45,6 +47,7 @@ class OpTable:
     device_work_us: float
     unattributed_device_count: int
     op_dispatch_count: int
+    aten_op_count: int
     host_op_count: int
     step_durations_us: tuple[float, ...]
 
@@ -61,6 +64,11 @@ class _Frame:
     child_us: float = 0.0
     self_device_us: float = 0.0
     total_device_us: float = 0.0
+
+
+def per_step(count: int, steps: int) -> int:
+    """A whole-trace count as a per-step figure (the trace's own count when it has no steps)."""
+    return round(count / steps) if steps > 0 else count
 
 
 def build_op_table(trace: Trace) -> OpTable:
@@ -80,6 +88,7 @@ def build_op_table(trace: Trace) -> OpTable:
         device_work_us=sum(e.duration_us for e in device),
         unattributed_device_count=len(unattributed),
         op_dispatch_count=sum(1 for f in frames if f.name.startswith(ATEN_PREFIX) and not f.inside_aten),
+        aten_op_count=sum(1 for f in frames if f.name.startswith(ATEN_PREFIX)),
         host_op_count=len(frames),
         step_durations_us=tuple(e.duration_us for e in profiler_steps(trace)),
     )
@@ -92,10 +101,14 @@ def _nest_host_ops(events: tuple[TraceEvent, ...]
     by_correlation: dict[int, _Frame | None] = {}
     by_external: dict[int, _Frame] = {}
     stacks: dict[tuple[str, str], list[_Frame]] = {}
+    last_pid = last_tid = None
+    stack: list[_Frame] = []
     for e in events:
         if e.lane is not Lane.FRAMEWORK and e.lane is not Lane.RUNTIME:
             continue
-        stack = stacks.setdefault((e.pid, e.tid), [])
+        if e.tid is not last_tid or e.pid is not last_pid:  # the reader shares pid/tid strings
+            last_pid, last_tid = e.pid, e.tid
+            stack = stacks.setdefault((e.pid, e.tid), [])
         end = e.start_us + e.duration_us
         while stack and end > stack[-1].end_us + NEST_EPS_US:
             stack.pop()
@@ -138,7 +151,8 @@ def _aggregate(frames: list[_Frame]) -> list[OpRow]:
         if a is None:
             a = acc[f.name] = [0, 0.0, 0.0, 0.0, 0.0]
         a[0] += 1
-        a[1] += max(f.duration_us - f.child_us, 0.0)
+        self_us = f.duration_us - f.child_us
+        a[1] += self_us if self_us > 0.0 else 0.0
         a[2] += f.duration_us
         a[3] += f.self_device_us
         a[4] += f.total_device_us

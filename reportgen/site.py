@@ -33,6 +33,7 @@ from pathlib import Path
 
 from reportgen import __version__, analysis, plots
 from reportgen.bundle import RUN_FILE, is_valid_run_id, list_run_dirs, load_run, parse_run_json, safe_component, slug
+from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.errors import BundleError, ConflictError, SiteError, UsageError
 from reportgen.model import Run
 from reportgen.render import TEMPLATES_DIR, markdown_to_html, render_html, render_md
@@ -66,11 +67,34 @@ class ManifestEntry:
 
 
 @dataclass(frozen=True)
-class SitePlan:
-    """Everything gathered before writing: the runs in page order and where each page comes from."""
+class OldEntry:
+    """A run the old site's manifest lists, with the digest its index was built from."""
 
-    runs: tuple[tuple[Run, ManifestEntry, PageOrigin, Path], ...]
-    """(run, manifest entry, origin, source folder: the bundle, or the old site's run folder)."""
+    entry: ManifestEntry
+    digest: analysis.RunDigest | None
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the new site and where its page comes from."""
+
+    digest: analysis.RunDigest
+    entry: ManifestEntry
+    origin: PageOrigin
+    page_source: Path
+    """The bundle (to render), or the old site's run folder (to reuse or carry)."""
+    bundle: Path | None
+    """The run's bundle in the store; None for a run carried over from an older build."""
+    run: Run | None = None
+    """The loaded run, only when its page is rendered now."""
+
+
+@dataclass(frozen=True)
+class SitePlan:
+    """Everything gathered before writing: the runs, oldest first, and the newest run in full."""
+
+    runs: tuple[PlannedRun, ...]
+    latest: Run | None
 
 
 @dataclass(frozen=True)
@@ -111,7 +135,7 @@ def build_site(store: Path, out: Path, base_url: str) -> BuildResult:
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
-    counts = {o: sum(1 for r in plan.runs if r[2] is o) for o in PageOrigin}
+    counts = {o: sum(1 for r in plan.runs if r.origin is o) for o in PageOrigin}
     return BuildResult(out, len(plan.runs), counts[PageOrigin.RENDERED], counts[PageOrigin.REUSED],
                        counts[PageOrigin.CARRIED], pages)
 
@@ -160,7 +184,7 @@ def _swap(tmp: Path, out: Path) -> None:
 # Stage 1-2: the old manifest and the plan
 
 
-def read_manifest(out: Path) -> dict[str, ManifestEntry]:
+def read_manifest(out: Path) -> dict[str, OldEntry]:
     """The old site's published runs by id; {} for no site or an empty folder; refuse anything else."""
     if not out.exists():
         return {}
@@ -179,7 +203,7 @@ def read_manifest(out: Path) -> dict[str, ManifestEntry]:
     return _parse_manifest(data, path)
 
 
-def _parse_manifest(data: object, path: Path) -> dict[str, ManifestEntry]:
+def _parse_manifest(data: object, path: Path) -> dict[str, OldEntry]:
     """Validate the manifest JSON: version first, then each run entry."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
         raise SiteError(f"{path}: field 'schema_version' is missing; this is not a reportgen site manifest")
@@ -189,15 +213,27 @@ def _parse_manifest(data: object, path: Path) -> dict[str, ManifestEntry]:
     runs = data.get("runs")
     if not isinstance(runs, list):
         raise SiteError(f"{path}: field 'runs' must be a list; restore the manifest or build into a new folder")
-    out: dict[str, ManifestEntry] = {}
+    out: dict[str, OldEntry] = {}
     for i, item in enumerate(runs):
         fields = ("run_id", "run_json_sha256", "renderer_version")
         if not isinstance(item, dict) or not all(isinstance(item.get(f), str) for f in fields):
             raise SiteError(f"{path}: field 'runs[{i}]' must have string run_id, run_json_sha256, renderer_version")
         if not is_valid_run_id(item["run_id"]):
             raise SiteError(f"{path}: field 'runs[{i}].run_id' {item['run_id'][:60]!r} is not a safe folder name")
-        out[item["run_id"]] = ManifestEntry(item["run_id"], item["run_json_sha256"], item["renderer_version"])
+        entry = ManifestEntry(item["run_id"], item["run_json_sha256"], item["renderer_version"])
+        digest = _parse_digest(item.get("digest"), path, i)
+        out[entry.run_id] = OldEntry(entry, digest)
     return out
+
+
+def _parse_digest(data: object, path: Path, i: int) -> analysis.RunDigest | None:
+    """A run's stored digest; None when absent (the run is then loaded from its run.json)."""
+    if data is None:
+        return None
+    try:
+        return from_jsonable(analysis.RunDigest, data, path, f"runs[{i}].digest")
+    except BundleError as exc:
+        raise SiteError(f"{exc}; restore the manifest or build into a new folder") from None
 
 
 def renderer_version() -> str:
@@ -210,23 +246,50 @@ def renderer_version() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def gather(store: Path, out: Path, old: dict[str, ManifestEntry]) -> SitePlan:
-    """Load every stored run and decide, per run, whether to render, reuse or carry its page."""
+def gather(store: Path, out: Path, old: dict[str, OldEntry]) -> SitePlan:
+    """Hash every stored run and decide, per run, whether to render, reuse or carry its page.
+
+    An unchanged run (same run.json hash, same renderer) is not even loaded: its digest comes
+    from the old manifest, which keeps adding one run to a large site cheap.
+    """
     version = renderer_version()
-    planned: dict[str, tuple[Run, ManifestEntry, PageOrigin, Path]] = {}
+    planned: dict[str, PlannedRun] = {}
     for bundle in list_run_dirs(store):
-        run = load_run(bundle)
-        entry = ManifestEntry(run.run_id, _sha256(bundle / RUN_FILE), version)
-        old_dir = out / RUNS_DIR / run.run_id
-        if old.get(run.run_id) == entry and (old_dir / "index.html").is_file():
-            planned[run.run_id] = (run, entry, PageOrigin.REUSED, old_dir)
-        else:
-            planned[run.run_id] = (run, entry, PageOrigin.RENDERED, bundle)
-    for run_id, entry in sorted(old.items()):
+        reused = _reuse(bundle, out, old, version)
+        if reused is None:
+            run = load_run(bundle)
+            entry = ManifestEntry(run.run_id, _sha256(bundle / RUN_FILE), version)
+            reused = PlannedRun(analysis.digest(run), entry, PageOrigin.RENDERED, bundle, bundle, run)
+        planned[reused.entry.run_id] = reused
+    for run_id, prev in sorted(old.items()):
         if run_id not in planned:
-            planned[run_id] = (_load_carried(out, run_id), entry, PageOrigin.CARRIED, out / RUNS_DIR / run_id)
-    ordered = sorted(planned.values(), key=lambda t: (t[0].created_utc, t[0].run_id))
-    return SitePlan(tuple(ordered))
+            page = out / RUNS_DIR / run_id
+            d = prev.digest or analysis.digest(_load_carried(out, run_id))
+            planned[run_id] = PlannedRun(d, prev.entry, PageOrigin.CARRIED, page, None)
+    ordered = tuple(sorted(planned.values(), key=lambda p: (p.digest.created_utc, p.digest.run_id)))
+    return SitePlan(ordered, _load_latest(ordered[-1], out) if ordered else None)
+
+
+def _reuse(bundle: Path, out: Path, old: dict[str, OldEntry], version: str) -> PlannedRun | None:
+    """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered."""
+    prev = old.get(bundle.name)
+    run_json = bundle / RUN_FILE
+    if prev is None or prev.digest is None or bundle.is_symlink() or run_json.is_symlink() or not run_json.is_file():
+        return None
+    entry = ManifestEntry(bundle.name, _sha256(run_json), version)
+    page = out / RUNS_DIR / bundle.name
+    if prev.entry != entry or not (page / "index.html").is_file():
+        return None
+    return PlannedRun(prev.digest, entry, PageOrigin.REUSED, page, bundle)
+
+
+def _load_latest(newest: PlannedRun, out: Path) -> Run:
+    """The newest run in full, for the index's summary: already loaded, from the store, or from the old site."""
+    if newest.run is not None:
+        return newest.run
+    if newest.bundle is not None:
+        return load_run(newest.bundle)
+    return _load_carried(out, newest.entry.run_id)
 
 
 def _load_carried(out: Path, run_id: str) -> Run:
@@ -253,14 +316,13 @@ def write_site(plan: SitePlan, root: Path, base_url: str) -> int:
     """Write the whole site under ``root``; returns the number of HTML and Markdown pages written."""
     pages = 0
     (root / RUNS_DIR).mkdir()
-    for run, _entry, origin, source in plan.runs:
-        dest = root / RUNS_DIR / run.run_id
-        if origin is PageOrigin.RENDERED:
-            pages += write_run_page(run, source, dest)
+    for p in plan.runs:
+        dest = root / RUNS_DIR / p.entry.run_id
+        if p.run is not None:
+            pages += write_run_page(p.run, p.page_source, dest)
         else:
-            shutil.copytree(source, dest, copy_function=_link_or_copy)
-    runs = [r[0] for r in plan.runs]
-    pages += _write_index(runs, root, base_url)
+            shutil.copytree(p.page_source, dest, copy_function=_link_or_copy)
+    pages += _write_index([p.digest for p in plan.runs], plan.latest, root, base_url)
     _write_static(root)
     _write_manifest(plan, root, base_url)
     return pages
@@ -361,9 +423,9 @@ def _copy_data(run: Run, bundle: Path, dest: Path) -> Downloads:
     return Downloads(f"{DATA_DIR}/{RUN_FILE}", traces)
 
 
-def _write_index(runs: list[Run], root: Path, base_url: str) -> int:
+def _write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root: Path, base_url: str) -> int:
     """index.html, index.md, history charts and the latest/ redirect."""
-    groups = analysis.history(runs)
+    groups = analysis.history(digests)
     history_dir = root / "history"
     history_dir.mkdir()
     charts: dict[str, str] = {}
@@ -373,8 +435,8 @@ def _write_index(runs: list[Run], root: Path, base_url: str) -> int:
         name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
         plots.history_chart(g, history_dir / name)
         charts[g.key] = f"history/{name}"
-    latest = analysis.run_view(runs[-1]) if runs else None
-    context = {"runs": list(reversed(runs)), "latest": latest, "groups": groups, "charts": charts,
+    latest = analysis.run_view(latest_run) if latest_run else None
+    context = {"runs": list(reversed(digests)), "latest": latest, "groups": groups, "charts": charts,
                "built_at": built_at(), "version": __version__, "base_url": base_url, "root": ""}
     (root / "index.html").write_text(render_html("index.html", **context), encoding="utf-8")
     (root / "index.md").write_text(render_md("index.md", **context), encoding="utf-8")
@@ -401,22 +463,24 @@ def built_at() -> str:
 
 
 def _write_static(root: Path) -> None:
-    """The stylesheet and the .nojekyll marker (GitHub Pages then serves every file as is)."""
+    """The stylesheet, the icon (else browsers ask the host root for /favicon.ico) and .nojekyll."""
     (root / "assets").mkdir()
-    shutil.copyfile(TEMPLATES_DIR / "style.css", root / "assets" / "style.css")
+    for name in ("style.css", "favicon.svg"):
+        shutil.copyfile(TEMPLATES_DIR / name, root / "assets" / name)
     (root / ".nojekyll").write_bytes(b"")
 
 
 def _write_manifest(plan: SitePlan, root: Path, base_url: str) -> None:
-    """manifest.json: what is published, from which run.json, rendered by which reportgen."""
+    """manifest.json: what is published, from which run.json, rendered by which reportgen, and its digest."""
     data = {
         "schema_version": SITE_SCHEMA_VERSION,
         "generator": f"reportgen {__version__}",
         "base_url": base_url,
         "runs": [
-            {"run_id": e.run_id, "run_json_sha256": e.run_json_sha256, "renderer_version": e.renderer_version}
-            for e in sorted((r[1] for r in plan.runs), key=lambda e: e.run_id)
+            {"run_id": p.entry.run_id, "run_json_sha256": p.entry.run_json_sha256,
+             "renderer_version": p.entry.renderer_version, "digest": to_jsonable(p.digest)}
+            for p in sorted(plan.runs, key=lambda p: p.entry.run_id)
         ],
     }
-    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    text = json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
     (root / MANIFEST_FILE).write_text(text, encoding="utf-8")

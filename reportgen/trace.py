@@ -173,7 +173,8 @@ def read_trace_copying(path: Path, max_uncompressed_bytes: int, sink: Callable[[
 
 def profiler_steps(trace: Trace) -> list[TraceEvent]:
     """The host-side ``ProfilerStep#N`` events, in time order."""
-    return [e for e in trace.events if e.lane is not Lane.DEVICE and STEP_NAME_RE.fullmatch(e.name)]
+    return [e for e in trace.events
+            if e.name.startswith("ProfilerStep#") and e.lane is not Lane.DEVICE and STEP_NAME_RE.fullmatch(e.name)]
 
 
 def events_in_window(trace: Trace, start_us: float, end_us: float) -> list[TraceEvent]:

@@ -108,6 +108,7 @@ class PageReport:
     failed_requests: tuple[FailedRequest, ...]
     images: tuple[ImageInfo, ...]
     links: tuple[Link, ...]
+    element_ids: frozenset[str]
     evaluated: Mapping[str, Any] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
@@ -273,16 +274,18 @@ def _open_one(context: Any, url: str, evaluate: Mapping[str, str], screenshot: P
     try:
         response = page.goto(url, wait_until="load")
         page.wait_for_load_state("networkidle")
+        page.wait_for_load_state("load")  # a meta refresh (latest/) may have started a second navigation
         images = tuple(ImageInfo(d["src"], d["url"], int(d["naturalWidth"]), int(d["naturalHeight"]),
                                  bool(d["complete"]), bool(d["decoded"]))
                        for d in page.evaluate(_IMAGES_JS, IMAGE_WAIT_MS))
         links = tuple(Link(d["tag"], d["raw"] or "", d["url"] or "") for d in page.evaluate(_LINKS_JS))
+        ids = frozenset(page.evaluate("() => Array.from(document.querySelectorAll('[id]'), e => e.id)"))
         evaluated = {name: page.evaluate(expr) for name, expr in evaluate.items()}
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshot), full_page=True)
         return PageReport(url, page.url, response.status if response else None, page.title(), tuple(console),
-                          tuple(page_errors), tuple(failed), images, links, evaluated)
+                          tuple(page_errors), tuple(failed), images, links, ids, evaluated)
     finally:
         page.close()
 
@@ -304,6 +307,17 @@ def page_links(report: PageReport, base_url: str) -> list[str]:
         url = urllib.parse.urldefrag(link.url).url
         if link.tag == "a" and is_internal(url, base_url) and _is_html(url) and url not in out:
             out.append(url)
+    return out
+
+
+def broken_fragments(pages: Mapping[str, PageReport]) -> list[str]:
+    """Links ``page#frag`` to a crawled page that has no element with id ``frag``, as 'from -> to'."""
+    out = []
+    for url, report in pages.items():
+        for link in report.links:
+            target, frag = urllib.parse.urldefrag(link.url)
+            if link.tag == "a" and frag and target in pages and urllib.parse.unquote(frag) not in pages[target].element_ids:
+                out.append(f"{url} -> {link.raw}")
     return out
 
 

@@ -89,13 +89,24 @@ def test_baseline_is_first_timed_variant_without_naive_and_failed_variants_are_s
     assert view.any_problem
 
 
+def test_digest_keeps_medians_and_plain_speedups() -> None:
+    failing = variant("compiled", 1.0, status=VariantStatus.FAILED, error="x")
+    run = synthetic_run(variants=(variant("naive", 100.0, n=31), variant("fused", 40.0, n=31), failing))
+    d = analysis.digest(run)
+    assert [(v.name, v.status, v.median_us, v.speedup) for v in d.variants] == [
+        ("naive", VariantStatus.OK, 100.0, None), ("fused", VariantStatus.OK, 40.0, 2.5),
+        ("compiled", VariantStatus.FAILED, None, None)]
+    assert d.baseline == "naive" and not d.ok
+    assert d.variants[0].ci_low_us is not None and d.variants[0].ci_low_us <= 100.0 <= d.variants[0].ci_high_us
+
+
 def test_history_groups_never_mix_unlike_runs() -> None:
     a = synthetic_run(run_id="r1", created_utc="2026-11-30T00:00:00Z",
                       variants=(variant("naive", 100.0, n=31), variant("fused", 50.0, n=31)))
     b = synthetic_run(run_id="r2", created_utc="2026-12-01T00:00:00Z",
                       variants=(variant("naive", 90.0, n=31), variant("fused", 30.0, n=31)))
     big = synthetic_run(run_id="r3", created_utc="2026-12-02T00:00:00Z", shape="8,512")
-    groups = analysis.history([b, big, a])
+    groups = analysis.history([analysis.digest(r) for r in (b, big, a)])
     assert [g.run_ids for g in groups] == [("r1", "r2"), ("r3",)]
     naive, fused = groups[0].series
     assert [p.median_us for p in naive.points] == [100.0, 90.0]

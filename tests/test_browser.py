@@ -20,6 +20,7 @@ import pytest
 from browser import (
     PageReport,
     ServedRequest,
+    broken_fragments,
     chromium_or_skip,
     crawl,
     http_status,
@@ -130,6 +131,11 @@ def test_every_internal_reference_answers_200_and_stays_under_the_sub_path(crawl
     assert any(p.endswith("/report.md") for p in paths) and any(p.endswith(".pt.trace.json.gz") for p in paths)
 
 
+def test_every_fragment_link_points_at_an_element_on_its_page(crawled: Crawled) -> None:
+    assert broken_fragments(crawled.pages) == []
+    assert any("#" in link.raw for page in crawled.pages.values() for link in page.links)  # there are some
+
+
 def test_the_site_loads_nothing_from_outside(crawled: Crawled) -> None:
     outside = [(u, link.tag, link.raw) for u, page in crawled.pages.items() for link in page.links
                if link.tag != "a" and not is_internal(link.url, crawled.base_url)]
@@ -195,7 +201,7 @@ def test_harness_reports_console_errors_failed_requests_broken_images_and_execut
     (site / "index.html").write_text(
         '<!doctype html><title>t</title><link rel="icon" href="data:,">'
         '<img src="ok.png"><img src="broken.png"><img src="missing.png">'
-        '<a href="sub/">sub</a><a href="/escapes.html">abs</a>'
+        '<a href="sub/">sub</a><a href="/escapes.html">abs</a><a id="here" href="#here">ok</a><a href="#nowhere">x</a>'
         '<script>console.error("boom"); window.__pwned = 1;</script>', encoding="utf-8")
     (site / "sub" / "index.html").write_text('<!doctype html><title>s</title><link rel="icon" href="data:,">'
                                              '<a href="../index.html">up</a>', encoding="utf-8")
@@ -203,7 +209,6 @@ def test_harness_reports_console_errors_failed_requests_broken_images_and_execut
         base = server.base_url
         pages = crawl(base + "index.html", base, evaluate=PWNED)
         origin = base[: -len(f"{SUBPATH}/")]
-        escaped = http_status(origin + "escapes.html")
     index = pages[base + "index.html"]
     # Only the sub-path exists on the server: the link that escapes it is followed and caught as a 404.
     assert list(pages) == [base + "index.html", base + "sub/", origin + "escapes.html"]
@@ -213,8 +218,9 @@ def test_harness_reports_console_errors_failed_requests_broken_images_and_execut
     assert {(r.url[len(base):], r.status) for r in index.failed_requests} == {("missing.png", 404)}
     assert [(i.src, i.ok) for i in index.images] == [("ok.png", True), ("broken.png", False), ("missing.png", False)]
     assert (index.images[0].natural_width, index.images[0].natural_height) == (1, 1)
-    assert [link.url for link in index.links if link.tag == "a"] == [base + "sub/", origin + "escapes.html"]
+    assert [link.url for link in index.links if link.tag == "a"][:2] == [base + "sub/", origin + "escapes.html"]
     assert pages[base + "sub/"].problems() == []
+    assert broken_fragments(pages) == [f"{base}index.html -> #nowhere"]
 
 
 def _png_1x1() -> bytes:

@@ -74,9 +74,15 @@ def test_real_trace_imports_and_totals_match_an_independent_sum(path: Path, tmp_
     assert sum(r.self_device_us for r in v.ops) == pytest.approx(sum(e["dur"] for e in work), rel=1e-9, abs=1e-9)
     has_lane = any(e.get("cat") in DEVICE_WORK_CATS | {"gpu_user_annotation", "cuda_sync", "cuda_profiler_range"}
                    for e in raw)
-    assert v.device_event_count == (len(work) if has_lane else None)
-    assert v.time_basis is (TimeBasis.DEVICE if work else TimeBasis.CPU)
     steps = sorted((e["ts"], e["dur"]) for e in host if e["name"].startswith("ProfilerStep#"))
+    per_step = len(steps) or 1  # counts are per ProfilerStep when the trace has steps
+    assert v.device_event_count == (round(len(work) / per_step) if has_lane else None)
+    top_level_aten = [e for e in host if e["name"].startswith("aten::") and not any(
+        o is not e and o["name"].startswith("aten::") and (o["pid"], o["tid"]) == (e["pid"], e["tid"])
+        and o["ts"] <= e["ts"] and e["ts"] + e["dur"] <= o["ts"] + o["dur"] and o["dur"] > e["dur"] for o in host)]
+    assert v.aten_op_count == round(sum(1 for e in host if e["name"].startswith("aten::")) / per_step)
+    assert v.op_dispatch_count == round(len(top_level_aten) / per_step)
+    assert v.time_basis is (TimeBasis.DEVICE if work else TimeBasis.CPU)
     assert v.samples_us == tuple(d for _, d in steps) and v.profiled_steps == len(steps)
     copy = folder / v.trace_path
     assert gzip.decompress(copy.read_bytes()) == gzip.decompress(path.read_bytes())

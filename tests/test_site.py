@@ -151,18 +151,22 @@ def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
     site.build_site(store, tmp_path / "one", "/r/")
     site.build_site(store, tmp_path / "two", "/r/")
     one, two = _hashes(tmp_path / "one"), _hashes(tmp_path / "two")
-    assert len(one) == 28
+    assert len(one) == 29
     assert one == two
 
 
-def test_adding_a_run_keeps_older_pages_and_reuses_them(tmp_path: Path) -> None:
+def test_adding_a_run_keeps_older_pages_and_reuses_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = _store_with(tmp_path, synthetic_run(with_traces=True))
     out = tmp_path / "site"
     site.build_site(store, out, "/")
     before = _hashes(out / "runs" / RUN_A)
     inode = (out / "runs" / RUN_A / "index.html").stat().st_ino
     write_synthetic(store, _run_b())  # type: ignore[arg-type]
+    loaded: list[str] = []
+    real_load = site.load_run
+    monkeypatch.setattr(site, "load_run", lambda folder: loaded.append(folder.name) or real_load(folder))
     result = site.build_site(store, out, "/")
+    assert loaded == [RUN_B]  # the unchanged run is not even parsed: its digest comes from the manifest
     assert (result.rendered, result.reused, result.carried) == (1, 1, 0)
     assert _hashes(out / "runs" / RUN_A) == before
     assert (out / "runs" / RUN_A / "index.html").stat().st_ino == inode  # reused, not re-rendered
@@ -232,6 +236,21 @@ def test_refuses_a_newer_manifest(tmp_path: Path) -> None:
         site.build_site(_store_with(tmp_path, synthetic_run()), out, "/")
     assert str(err.value) == (f"{out / 'manifest.json'}: field 'schema_version' is 99, newer than this reportgen "
                               "writes (1); upgrade reportgen")
+
+
+def test_a_corrupt_manifest_digest_is_refused_with_its_field(tmp_path: Path) -> None:
+    store = _store_with(tmp_path, synthetic_run())
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["runs"][0]["digest"]["variants"][0]["median_us"] = -1.0
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    before = _hashes(out)
+    with pytest.raises(SiteError) as err:
+        site.build_site(store, out, "/")
+    assert str(err.value) == (f"{out / 'manifest.json'}: field 'runs[0].digest.variants[0].median_us': must not be "
+                              "negative, got -1.0; restore the manifest or build into a new folder")
+    assert _hashes(out) == before
 
 
 def test_concurrent_build_is_refused(tmp_path: Path) -> None:
@@ -327,7 +346,8 @@ def test_markdown_environment_escapes_every_value_but_not_formatted_numbers() ->
     env = render.md_env()
     got = env.from_string("| {{ name }} | {{ x|us }} | [{{ name }}]({{ path|url }}) |").render(
         name=EVIL, x=1234.5, path="runs/a b/report.md")
-    assert got == r"| \<script\>alert\(1\)\<\/script\>\|x | 1,234.5 | [\<script\>alert\(1\)\<\/script\>\|x](runs/a%20b/report.md) |"
+    escaped = r"\<script\>alert\(1\)\<\/script\>\|x"
+    assert got == f"| {escaped} | 1,234.5 | [{escaped}](runs/a%20b/report.md) |"
 
 
 def test_failed_and_imported_variants_are_shown_as_such(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def test_two_builds_at_once(world: tuple[Path, Path], tmp_path: Path, monkeypatc
     store, site = world
     rng = random.Random(5)
     outcomes = []
-    for _ in range(4):
+    for _ in range(3):
         shutil.rmtree(site, ignore_errors=True)
         first = _start("build", "--runs", str(store), "--out", str(site))
         time.sleep(rng.uniform(0.0, 0.8))

@@ -1,10 +1,16 @@
-"""Time ``reportgen build`` over N synthetic runs: a cold build, then adding one run (the append case).
+"""Time ``reportgen build`` at scale: cold builds of N runs, adding one run, and the site's weight.
 
-    .venv/bin/python benchmarks/bench_site.py 100 --out benchmarks/results/bench_site.json
+    .venv/bin/python benchmarks/bench_site.py --runs 1 100 1000 --out benchmarks/results/bench_site.json
 
-Prints seconds and peak RSS, and writes them (with the command and the machine) to --out.
-Targets of a later issue: adding one run to a 1,000-run site < 2 s; a 1,000-run cold build
-< 60 s and < 1 GiB.
+The store is synthetic but shaped like a real one: every run is the real CPU profile in
+``benchmarks/data/20261130T052940Z-cpu-286a49`` (RMSNorm 8x512 float32) (three RMSNorm variants and their real Kineto traces)
+with its own id and time, 50 timing samples per variant (varied per run, so every history point
+differs) and 15 op rows per variant. Each build runs as ``reportgen build`` in a fresh Python
+process (nothing cached between builds but the old site itself, which the append case is
+about). For each process: wall time, ``ru_maxrss`` from ``wait4`` (the largest single process
+of the tree), and the peak of the whole process tree's summed RSS sampled every 20 ms (the
+build renders run pages in worker processes). Results, with the machine, its load and the
+targets beside each figure, go to ``--out``.
 """
 
 from __future__ import annotations
@@ -13,57 +19,176 @@ import argparse
 import json
 import os
 import platform
-import resource
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "benchmarks" / "data" / "20261130T052940Z-cpu-286a49"
+SAMPLES = 50
+OP_ROWS = 15
+EPOCH = "1764460800"
+TARGETS = {
+    "cold_build_1000_s": "< 60 s",
+    "cold_build_1000_peak_rss": "< 1 GiB",
+    "add_one_run_to_1000_s": "< 2 s, re-rendering only what changed",
+}
 
-from factories import synthetic_run, write_synthetic  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
-from reportgen.site import build_site  # noqa: E402
+from reportgen.bundle import load_run, write_bundle  # noqa: E402
+from reportgen.model import OpRow, Run  # noqa: E402
 
 
-def _run_id(i: int) -> tuple[str, str]:
+def _stamp(i: int) -> tuple[str, str]:
+    """Run id and created_utc of the i-th synthetic run: one per hour, in order."""
     day, hour = divmod(i, 24)
-    return f"2026{(day // 28) % 12 + 1:02d}{day % 28 + 1:02d}T{hour:02d}0000Z-cpu-bench-{i:06d}", \
-        f"2026-{(day // 28) % 12 + 1:02d}-{day % 28 + 1:02d}T{hour:02d}:00:00Z"
+    month, mday = (day // 28) % 12 + 1, day % 28 + 1
+    year = 2026 + day // (28 * 12)
+    return (f"{year}{month:02d}{mday:02d}T{hour:02d}0000Z-cpu-bench-{i:06d}",
+            f"{year}-{month:02d}-{mday:02d}T{hour:02d}:00:00Z")
 
 
-def main(n: int, out_json: Path | None) -> None:
-    """Build a store of ``n`` runs, time a cold build and a one-run incremental build."""
-    root = Path(tempfile.mkdtemp(prefix="bench-site-"))
-    store, out = root / "results", root / "site"
-    for i in range(n):
-        run_id, created = _run_id(i)
-        write_synthetic(store, synthetic_run(run_id=run_id, created_utc=created, with_traces=True,
-                                             times_us={"naive": 100.0 + i % 7, "fused": 60.0, "compiled": 30.0}))
-    load_before = os.getloadavg()[0]
+def synthetic(template: Run, i: int) -> Run:
+    """The template run as the i-th run of the store: new id and time, 50 samples, 15 op rows per variant."""
+    run_id, created = _stamp(i)
+    variants = []
+    for k, v in enumerate(template.variants):
+        base = sorted(v.samples_us)[len(v.samples_us) // 2] * (1 + 0.05 * ((i * (k + 3)) % 7) / 7)
+        samples = tuple(base * (1 + 0.01 * ((j * 7 + i) % 11 - 5)) for j in range(SAMPLES))
+        ops = list(v.ops[:OP_ROWS])
+        ops += [OpRow(f"aten::bench_pad_{n}", 1, 1.0 + n, 1.0 + n, 0.0, 0.0, "[[8, 512]]")
+                for n in range(OP_ROWS - len(ops))]
+        variants.append(replace(v, samples_us=samples, ops=tuple(ops)))
+    return replace(template, run_id=run_id, created_utc=created, variants=tuple(variants))
+
+
+def make_store(store: Path, first: int, count: int) -> None:
+    """Write runs ``first .. first+count-1`` into ``store``, each with the template's real traces."""
+    template = load_run(TEMPLATE)
+    traces = {v.trace_path: (TEMPLATE / v.trace_path).read_bytes() for v in template.variants if v.trace_path}
+    for i in range(first, first + count):
+        write_bundle(store, synthetic(template, i), dict(traces))
+
+
+def _tree_rss_bytes(pid: int) -> int:
+    """Summed VmRSS of ``pid`` and all its descendants (0 once they are gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            m = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
+            total += int(m.group(1)) * 1024 if m else 0
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def timed_build(store: Path, out: Path) -> dict[str, object]:
+    """Run ``reportgen build`` in a fresh process: wall seconds, max single-process RSS, peak tree RSS."""
+    env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "MPLBACKEND": "Agg"}
+    cmd = [sys.executable, "-m", "reportgen", "build", "--runs", str(store), "--out", str(out)]
     t0 = time.perf_counter()
-    cold = build_site(store, out, "/")
-    t1 = time.perf_counter()
-    run_id, created = _run_id(n)
-    write_synthetic(store, synthetic_run(run_id=run_id, created_utc=created, with_traces=True))
-    t2 = time.perf_counter()
-    warm = build_site(store, out, "/")
-    t3 = time.perf_counter()
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = {
-        "command": " ".join(sys.argv), "runs": n, "cold_build_s": round(t1 - t0, 2),
-        "add_one_run_s": round(t3 - t2, 2), "peak_rss_mib": round(rss_mib), "cold_summary": cold.summary(),
-        "add_one_summary": warm.summary(), "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
-        "load_average_1min_at_start": round(load_before, 2),
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_bytes(proc.pid))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    stdout, stderr = proc.stdout.read().decode(), proc.stderr.read().decode()  # type: ignore[union-attr]
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"build failed ({proc.returncode}): {stderr[-2000:]}")
+    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "max_process_rss_mib": round(usage.ru_maxrss / 1024),
+            "peak_tree_rss_mib": round(peak[0] / 2**20), "summary": stdout.strip()}
+
+
+def _dir_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def site_weight(site: Path, run_id: str) -> dict[str, int]:
+    """Bytes of one run page (HTML + images; and its folder with data) and of the index with its images."""
+    run_dir = site / "runs" / run_id
+    images = sum(p.stat().st_size for p in run_dir.glob("*.png"))
+    html = (run_dir / "index.html").stat().st_size
+    index_html = (site / "index.html").read_text(encoding="utf-8")
+    srcs = sorted(set(re.findall(r'<img[^>]*\ssrc="([^"]+)"', index_html)))
+    css = sum((site / "assets" / n).stat().st_size for n in ("style.css", "favicon.svg"))
+    index_images = sum((site / s).stat().st_size for s in srcs)
+    return {
+        "run_page_html_bytes": html, "run_page_images_bytes": images, "run_page_with_images_bytes": html + images,
+        "run_folder_bytes_with_data": _dir_bytes(run_dir),
+        "index_html_bytes": len(index_html.encode()), "index_images": len(srcs),
+        "index_images_bytes": index_images,
+        "index_with_images_and_css_bytes": len(index_html.encode()) + index_images + css,
     }
-    print(json.dumps(result, indent=1))
-    if out_json is not None:
-        out_json.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def bench(n: int, work: Path, add_one: bool) -> dict[str, object]:
+    """Cold build of ``n`` runs; then (if asked) add one run and build again; and the site's weight."""
+    store, out = work / f"store-{n}", work / f"site-{n}"
+    t0 = time.perf_counter()
+    make_store(store, 0, n)
+    result: dict[str, object] = {"runs": n, "store_written_s": round(time.perf_counter() - t0, 1),
+                                 "load_average_1min_before": round(os.getloadavg()[0], 2)}
+    result["cold"] = timed_build(store, out)
+    if add_one:
+        make_store(store, n, 1)
+        result["add_one"] = timed_build(store, out)
+        result["weight"] = site_weight(out, _stamp(n)[0])
+    else:
+        result["weight"] = site_weight(out, _stamp(n - 1)[0])
+    result["load_average_1min_after"] = round(os.getloadavg()[0], 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, nargs="+", default=[1, 100, 1000])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the stores and sites (printed)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-site-"))
+    results = []
+    try:
+        for n in args.runs:
+            r = bench(n, work, add_one=n == max(args.runs))
+            print(json.dumps(r), flush=True)
+            results.append(r)
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    doc = {
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_site.py", *sys.argv[1:]]),
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "targets": TARGETS, "template_bundle": str(TEMPLATE.relative_to(ROOT)),
+        "samples_per_variant": SAMPLES, "op_rows_per_variant": OP_ROWS, "results": results,
+    }
+    if args.out is not None:
+        args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", type=int, nargs="?", default=100)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
-    main(args.runs, args.out)
+    main()

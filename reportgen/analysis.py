@@ -147,6 +147,7 @@ class VariantView:
     ops: OpBreakdown
     roofline: Roofline
     op_dispatch_count: int | None
+    aten_op_count: int | None
     device_event_count: int | None
     compile_time_us: float | None
     first_call_us: float | None
@@ -177,6 +178,7 @@ def variant_view(v: VariantResult, peak_bytes_per_s: float | None) -> VariantVie
         ops=op_breakdown(v),
         roofline=roofline(v.bytes_per_call, timing.median_us if timing else None, peak_bytes_per_s),
         op_dispatch_count=v.op_dispatch_count,
+        aten_op_count=v.aten_op_count,
         device_event_count=v.device_event_count,
         compile_time_us=v.compile_time_us,
         first_call_us=v.first_call_us,

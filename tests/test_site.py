@@ -402,3 +402,16 @@ def test_build_over_real_cpu_profile(real_cpu_store: Path, tmp_path: Path) -> No
             summary = analysis.variant_view(v, run.peak.bandwidth_bytes_per_s).timing
             assert summary is not None and f"<td>{fmt_us(summary.median_us)}</td>" in html
             assert (out / "runs" / run.run_id / f"timeline-{v.name}.png").stat().st_size > 5000
+
+
+def test_fusion_evidence_shows_top_level_calls_and_nested_ops(real_cpu_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    site.build_site(real_cpu_store, out, "/")
+    run = load_run(sorted(p for p in real_cpu_store.iterdir() if (p / "run.json").is_file())[0])
+    md = (out / "runs" / run.run_id / "report.md").read_text()
+    section = md.split("## Evidence of fusion", 1)[1].split("## Variants", 1)[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:5]]
+            for line in section.splitlines() if line.startswith("| ") and not line.startswith("| variant")}
+    for v in run.variants:
+        assert rows[v.name] == [str(v.op_dispatch_count), str(v.aten_op_count), "no device lane in trace"]
+    assert [rows[n][0] for n in ("naive", "fused", "compiled")] == ["6", "1", "0"]

@@ -9,12 +9,17 @@ from reportgen.errors import ExitCode
 from reportgen.model import Run, VariantStatus
 
 
+def printable(text: str) -> str:
+    """``text`` safe for one terminal line: control, format (bidi) and separator characters become U+FFFD."""
+    return "".join(c if c.isprintable() or c == " " else "\ufffd" for c in text)
+
+
 def run_line(run: Run) -> str:
-    """``id  time  device  label  variants  status`` for one run."""
-    variants = ",".join(v.name for v in run.variants)
+    """``id  time  device  label  variants  status`` for one run (text from run.json made printable)."""
+    variants = printable(",".join(v.name for v in run.variants))
     bad = [v.name for v in run.variants if v.status is not VariantStatus.OK]
-    status = "ok" if not bad else "failed: " + ",".join(bad)
-    label = run.label.replace("\t", " ") or "-"
+    status = "ok" if not bad else "failed: " + printable(",".join(bad))
+    label = printable(run.label) or "-"
     return f"{run.run_id}\t{run.created_utc}\t{run.device.value}\t{label}\t{variants}\t{status}"
 
 

@@ -524,3 +524,16 @@ def test_trace_reader_on_arbitrary_trace_shaped_json(trace: dict, compress: bool
     _read_or_trace_error(gzip.compress(raw, mtime=0) if compress else raw)
     _read_or_trace_error(raw[: max(0, len(raw) - cut)])
 
+
+
+def test_runs_listing_never_passes_terminal_control_characters(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A run.json label or variant name with escapes, newlines or bidi overrides stays one inert line."""
+    evil = "\x1b]0;owned\x07\x1b[2J\nfake\trow\u202eevil\r"
+    run = synthetic_run(label=evil, variants=(variant("v\x1b[31m", 10.0),))
+    write_synthetic(tmp_path, run)
+    assert main(["runs", "--store", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1] == (f"{run.run_id}\t2026-11-30T00:00:00Z\tcpu\t\ufffd]0;owned\ufffd\ufffd[2J\ufffdfake\ufffdrow"
+                                   "\ufffdevil\ufffd\tv\ufffd[31m\tok")
+    assert len(out.splitlines()) == 2

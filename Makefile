@@ -1,6 +1,6 @@
 # The two set-up commands of the README:
 #   make report   create .venv, install reportgen + torch, profile on this machine, build site/
-#   make test     create .venv, install reportgen + torch + test tools, run the test suite
+#   make test     create .venv, install reportgen + torch + test tools, lint (ruff, mypy), run the test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -24,6 +24,8 @@ report: setup
 	$(BIN)/reportgen build
 
 test: setup
+	$(BIN)/ruff check reportgen scenarios tests benchmarks
+	$(BIN)/mypy reportgen
 	$(BIN)/python -m pytest
 
 clean-venv:

@@ -58,7 +58,7 @@ class NeuronBackend(Backend):
     def synchronize(self) -> None:
         import torch
 
-        torch.neuron.synchronize()
+        torch.neuron.synchronize()  # type: ignore[attr-defined]  # registered by torch_neuronx
 
     def profiler_activities(self) -> list[Any]:
         from torch.profiler import ProfilerActivity

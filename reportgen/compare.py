@@ -34,6 +34,7 @@ from reportgen.codec import to_jsonable
 from reportgen.errors import CompareError, ExitCode, UsageError
 from reportgen.mdtext import md_escape
 from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
+from reportgen.render import TEMPLATES_DIR
 from reportgen.stats import METHOD, ratio_of_medians
 
 COMPARE_SCHEMA_VERSION = 1
@@ -56,7 +57,6 @@ MAX_NAMED_IN_VERDICT = 3
 CLIP_CHARS = 120
 """Strings from runs are cut to this many characters in the comment (JSON keeps them whole)."""
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 TEMPLATE = "compare.md.j2"
 
 ENVIRONMENT_FIELDS = (

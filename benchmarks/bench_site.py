@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "benchmarks" / "data" / "20261130T052940Z-cpu-286a49"
@@ -162,6 +163,24 @@ def bench(n: int, work: Path, add_one: bool) -> dict[str, object]:
     return result
 
 
+def verdicts(results: list[dict[str, Any]]) -> dict[str, dict[str, object]]:
+    """Each targeted figure beside its target, and whether it was met."""
+    by_n = {r["runs"]: r for r in results}
+    out: dict[str, dict[str, object]] = {}
+    if 1000 in by_n:
+        cold = by_n[1000]["cold"]
+        out["cold_build_1000_s"] = {"figure": cold["wall_s"], "target": TARGETS["cold_build_1000_s"],
+                                    "met": cold["wall_s"] < 60}
+        out["cold_build_1000_peak_rss"] = {"figure": f"{cold['peak_tree_rss_mib']} MiB (whole process tree)",
+                                           "target": TARGETS["cold_build_1000_peak_rss"],
+                                           "met": cold["peak_tree_rss_mib"] < 1024}
+        if "add_one" in by_n[1000]:
+            add = by_n[1000]["add_one"]
+            out["add_one_run_to_1000_s"] = {"figure": add["wall_s"], "target": TARGETS["add_one_run_to_1000_s"],
+                                            "met": add["wall_s"] < 2 and "(1 rendered," in add["summary"]}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[1, 100, 1000])
@@ -185,6 +204,7 @@ def main() -> None:
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "targets": TARGETS, "template_bundle": str(TEMPLATE.relative_to(ROOT)),
         "samples_per_variant": SAMPLES, "op_rows_per_variant": OP_ROWS, "results": results,
+        "verdicts": verdicts(results),
     }
     if args.out is not None:
         args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")

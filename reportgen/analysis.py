@@ -310,10 +310,16 @@ class RunDigest:
         return all(v.status is VariantStatus.OK for v in self.variants)
 
 
-def digest(run: Run) -> RunDigest:
-    """The run's digest: per variant the median, its bootstrap CI and the speedup over the baseline."""
-    summaries = {v.name: stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
-                 for v in run.variants}
+def digest(run: Run, view: RunView | None = None) -> RunDigest:
+    """The run's digest: per variant the median, its bootstrap CI and the speedup over the baseline.
+
+    Pass the run's ``view`` when there is one: its summaries are reused, not bootstrapped again.
+    """
+    if view is not None:
+        summaries = {v.name: v.timing for v in view.variants}
+    else:
+        summaries = {v.name: stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
+                     for v in run.variants}
     base = baseline_name(run)
     base_summary = summaries.get(base) if base else None
     variants = []

@@ -220,11 +220,11 @@ def make_temp_dir(folder: Path, tag: str, prefix: str = TMP_PREFIX) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{temp_owner_tag()}-{slug(tag, 40) or 'x'}-", dir=folder))
 
 
-def remove_stale_temp_dirs(folder: Path, prefix: str = TMP_PREFIX) -> list[Path]:
+def remove_stale_temp_dirs(folder: Path, prefix: str = TMP_PREFIX, dry_run: bool = False) -> list[Path]:
     """Delete the temporary folders in ``folder`` left by a killed reportgen on this host (its pid is gone).
 
     Only names made by make_temp_dir with ``prefix`` are considered; a folder of a live process, of another
-    host (a shared store), or of unknown shape is left alone. Returns the folders removed.
+    host (a shared store), or of unknown shape is left alone. Returns the stale folders (only listed if dry_run).
     """
     own = f"{prefix}{temp_owner_tag().rsplit('-p', 1)[0]}-p"
     removed = []
@@ -233,7 +233,8 @@ def remove_stale_temp_dirs(folder: Path, prefix: str = TMP_PREFIX) -> list[Path]
         if not pid.isdigit() or p.is_symlink() or not p.is_dir():
             continue
         if not _pid_alive(int(pid)):
-            shutil.rmtree(p, ignore_errors=True)
+            if not dry_run:
+                shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed
 

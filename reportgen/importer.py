@@ -25,7 +25,6 @@ import os
 import queue
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.bundle import TMP_PREFIX, make_run_id, safe_component, write_bundle
+from reportgen.bundle import make_run_id, make_temp_dir, safe_component, write_bundle
 from reportgen.errors import ExitCode, TraceError
 from reportgen.model import (
     SCHEMA_VERSION,
@@ -117,12 +116,14 @@ def plan_import(path: Path) -> ImportPlan:
         skipped = [p.name for t in neuron for p in t.parent.iterdir() if p.is_symlink()]
         notes = (f"skipped symbolic links in the profile folder: {', '.join(sorted(skipped))}",) if skipped else ()
         return ImportPlan(path, Layout.NEURON, inputs, notes)
-    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
-                   and p.name.lower().endswith((".json", ".json.gz")))
+    named = sorted(p for p in path.iterdir() if not p.name.startswith(".") and p.name.lower().endswith((".json", ".json.gz")))
+    files = [p for p in named if p.is_file() and not p.is_symlink()]  # a link could pull in a file from anywhere
     if not files:
         raise TraceError(f"{path}: no trace files (*.json, *.json.gz) and no TorchNeuron "
                          f"{NEURON_TRACE_GLOB} in this folder; pass a trace file or a profile_output/ folder")
-    return ImportPlan(path, Layout.FOLDER, _unique([TraceInput(p, variant_name_for(p)) for p in files]))
+    links = [p.name for p in named if p.is_symlink()]
+    notes = (f"skipped symbolic links in the folder: {', '.join(links)}",) if links else ()
+    return ImportPlan(path, Layout.FOLDER, _unique([TraceInput(p, variant_name_for(p)) for p in files]), notes)
 
 
 def variant_name_for(path: Path) -> str:
@@ -237,7 +238,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     limit = max_trace_bytes()
     store_existed = store.exists()
     store.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + "import-", dir=store))
+    staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
     try:
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
         for item in plan.inputs:

@@ -171,3 +171,11 @@ def test_representative_step_is_the_median_duration() -> None:
     chosen = analysis.representative_step(steps)
     assert chosen is not None and chosen.name == "ProfilerStep#2"
     assert analysis.representative_step([]) is None
+
+
+def test_digest_from_a_run_view_reuses_its_summaries_and_equals_the_plain_digest() -> None:
+    run = synthetic_run(variants=(variant("naive", 100.0), variant("fused", 40.0),
+                                  variant("boom", 1.0, status=VariantStatus.FAILED, error="x")))
+    view = analysis.run_view(run)
+    assert analysis.digest(run, view) == analysis.digest(run)
+    assert [v.speedup for v in analysis.digest(run, view).variants] == [None, pytest.approx(2.5, rel=1e-12), None]

@@ -20,7 +20,7 @@ from factories import chrome_trace, synthetic_run, write_synthetic
 from hostile import tree_hash, write_trace
 
 from reportgen.bundle import load_store
-from reportgen.site import build_site
+from reportgen.site import build_site, renderer_version
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = "1800000000"
@@ -47,14 +47,15 @@ def _manifest_runs(site: Path) -> list[str]:
 
 
 _FRESH: dict[tuple[str, ...], str] = {}
-"""Tree hash of a fresh build, by the run ids and run.json digests it was built from."""
+"""Tree hash of a fresh build, by renderer version (the tree may change under a long run) and run.json digests."""
 
 
 def assert_site_is_a_fresh_build_of_its_runs(site: Path, store: Path, scratch: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The site equals, byte for byte, a fresh build of a store holding exactly the runs its manifest lists."""
     listed = _manifest_runs(site)
-    key = tuple(f"{r}:{hashlib.sha256((store / r / 'run.json').read_bytes()).hexdigest()}" for r in listed)
+    key = (renderer_version(), *(f"{r}:{hashlib.sha256((store / r / 'run.json').read_bytes()).hexdigest()}"
+                                 for r in listed))
     if key not in _FRESH:
         fresh_store = scratch / "fresh-store"
         shutil.rmtree(scratch, ignore_errors=True)

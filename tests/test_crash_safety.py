@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EPOCH = {"SOURCE_DATE_EPOCH": "1800000000"}
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-bbb222"
+RUN_C = "20261129T000000Z-cpu-test-ccc333"
 GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}
 
@@ -38,6 +39,9 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COM
 _KILL_AT_STEP = r"""
 import atexit, os, shutil, signal, sys
 k = int(sys.argv[1]); calls = [0]
+if sys.argv.pop(2) == "no-exchange":  # as on a file system without renameat2(RENAME_EXCHANGE)
+    import reportgen.site
+    reportgen.site._exchange = lambda a, b: False
 def wrap(owner, name):
     real = getattr(owner, name)
     def step(*a, **kw):
@@ -88,10 +92,36 @@ def timed_run(argv: list[str], env: dict[str, str] | None = None) -> float:
     return time.monotonic() - t0
 
 
-def kill_at_step(argv: list[str], step: int) -> subprocess.CompletedProcess[str]:
+def kill_at_step(argv: list[str], step: int, exchange: bool = True) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a process that SIGKILLs itself just before file-system call number ``step``."""
-    return subprocess.run([sys.executable, "-c", _KILL_AT_STEP, str(step), *argv], env=_env(), capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    mode = "exchange" if exchange else "no-exchange"
+    return subprocess.run([sys.executable, "-c", _KILL_AT_STEP, str(step), mode, *argv], env=_env({"REPORTGEN_JOBS": "1"}),
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_build_without_atomic_exchange_recovers_the_site_it_moved_aside(
+        old_and_new_site: tuple[Path, Path, Path, str, str]) -> None:
+    """Where the folders cannot be exchanged in one step, a kill between the two renames leaves the old site
+    aside; the next build puts it back first (and so reuses its pages), then swaps in the new one."""
+    store, site, pristine, old, new = old_and_new_site
+    argv = ["build", "--runs", str(store), "--out", str(site)]
+    dry = kill_at_step(argv, 0, exchange=False)
+    assert dry.returncode == 0, dry.stderr
+    steps = int(dry.stderr.rsplit("steps=", 1)[1])
+    absent = 0
+    for step in range(1, steps + 1):
+        _restore(site, pristine)
+        assert kill_at_step(argv, step, exchange=False).returncode == -signal.SIGKILL
+        if site.exists():
+            assert tree_hash(site) in (old, new), f"killed before file-system step {step} of {steps}"
+            continue
+        absent += 1
+        (aside,) = [p for p in site.parent.iterdir() if p.name.startswith(".site-old-")]
+        assert tree_hash(aside) == old
+        proc = kill_at_step(argv, 0, exchange=False)  # the next build puts the old site back, then builds
+        assert proc.returncode == 0, proc.stderr
+        assert tree_hash(site) == new and stray_temp_entries(site.parent, site) == []
+    assert absent >= 1  # the kill between the two renames was hit (leftover clean-up shifts step numbers)
 
 
 def _two_run_store(root: Path) -> Path:
@@ -107,12 +137,18 @@ def _add_run_b(store: Path) -> None:
 
 @pytest.fixture()
 def old_and_new_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path, str, str]:
-    """(store with A and B, site built from A only, a pristine copy of that site, old hash, new hash)."""
+    """(store with A and B, the site of A and C, a pristine copy of that site, old hash, new hash).
+
+    Run C has left the store since the old site was built: the new site keeps its page only if the build
+    starts from the old site, so a build that lost the old site (and started afresh) is caught.
+    """
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH["SOURCE_DATE_EPOCH"])
     work = tmp_path / "work"
     store = _two_run_store(work)
+    gone = write_synthetic(store, synthetic_run(run_id=RUN_C, created_utc="2026-11-29T00:00:00Z"))
     site = work / "site"
     build_site(store, site, "/")
+    shutil.rmtree(gone)
     pristine = tmp_path / "pristine-site"
     shutil.copytree(site, pristine)
     _add_run_b(store)
@@ -256,3 +292,23 @@ def test_publish_killed_at_random_moments(old_and_new_site: tuple[Path, Path, Pa
         publish_site(site, repo)  # the next publish succeeds
         assert _git(repo, "rev-parse", "gh-pages^{tree}") == new_tree
     assert _git(repo, "fsck", "--no-dangling") == ""
+
+
+def test_only_dead_processes_temporary_folders_on_this_host_are_removed(tmp_path: Path) -> None:
+    from reportgen.bundle import make_temp_dir, remove_stale_temp_dirs, temp_owner_tag
+
+    host = temp_owner_tag().rsplit("-p", 1)[0]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    mine = make_temp_dir(tmp_path, "20261130T000000Z-cpu-x")
+    names = {"dead": f".tmp-{host}-p{dead}-run-abcd", "other host": f".tmp-otherhost-p{dead}-run-abcd",
+             "old style": ".tmp-import-abcd", "not ours": f".site-tmp-{host}-p{dead}-site-abcd"}
+    for name in names.values():
+        (tmp_path / name).mkdir()
+    (tmp_path / "run").mkdir()
+    assert remove_stale_temp_dirs(tmp_path, dry_run=True) == [tmp_path / names["dead"]]
+    assert (tmp_path / names["dead"]).is_dir()
+    assert remove_stale_temp_dirs(tmp_path) == [tmp_path / names["dead"]]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([mine.name, "run", *(v for k, v in names.items() if k != "dead")])
+    assert remove_stale_temp_dirs(tmp_path, ".site-tmp-") == [tmp_path / names["not ours"]]

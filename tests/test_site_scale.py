@@ -1,0 +1,167 @@
+"""The site build at scale: parallel run pages (same bytes as serial), hard-linked old pages, fast manifest reads."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from factories import synthetic_run, variant, write_synthetic
+
+from reportgen import analysis, plots, site
+from reportgen.codec import from_jsonable, to_jsonable
+from reportgen.errors import SiteError, UsageError
+from reportgen.model import VariantStatus
+
+
+@pytest.fixture(autouse=True)
+def _fixed_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")
+    monkeypatch.delenv("REPORTGEN_JOBS", raising=False)
+
+
+def _run(i: int, with_traces: bool = True) -> object:
+    return synthetic_run(run_id=f"202612{i + 1:02d}T000000Z-cpu-scale-{i:03d}",
+                         created_utc=f"2026-12-{i + 1:02d}T00:00:00Z", with_traces=with_traces,
+                         times_us={"naive": 100.0 + i, "fused": 60.0, "compiled": 30.0 + i / 2})
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_parallel_build_writes_the_same_bytes_as_a_serial_build(tmp_path: Path) -> None:
+    store = tmp_path / "results"
+    for i in range(8):
+        write_synthetic(store, _run(i, with_traces=i % 2 == 0))  # type: ignore[arg-type]
+    serial = site.build_site(store, tmp_path / "serial", "/", jobs=1)
+    parallel = site.build_site(store, tmp_path / "parallel", "/", jobs=2)
+    counts = (serial.runs_total, serial.rendered, serial.reused, serial.pages_written)
+    assert counts == (parallel.runs_total, parallel.rendered, parallel.reused, parallel.pages_written) == (8, 8, 0, 20)
+    hashes = _hashes(tmp_path / "serial")
+    assert len([p for p in hashes if p.endswith(".png")]) == 8 + 4 * 3 + 1  # bars, timelines, one history chart
+    assert hashes == _hashes(tmp_path / "parallel")
+
+
+def _record_pid(task: site.RunPageTask) -> site.RenderedPage:
+    """Stands in for rendering: notes which process got the task."""
+    task.dest.mkdir(parents=True)
+    (task.dest / "pid").write_text(str(os.getpid()))
+    run = synthetic_run(run_id=task.dest.name)
+    entry = site.ManifestEntry(run.run_id, "0" * 64, task.renderer_version)
+    return site.RenderedPage(run, site.SiteRun(entry, analysis.digest(run), site.PageOrigin.RENDERED), 2)
+
+
+def _tasks(tmp_path: Path, n: int) -> list[site.RunPageTask]:
+    return [site.RunPageTask(tmp_path, tmp_path / "out" / f"r{i}", "v") for i in range(n)]
+
+
+def test_run_pages_are_spread_over_worker_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(site, "_render_task", _record_pid)
+    tasks = _tasks(tmp_path, 12)
+    rendered = site.render_run_pages(tasks, jobs=2)
+    assert [r.site_run.entry.run_id for r in rendered] == [f"r{i}" for i in range(12)]  # in task order
+    pids = {(t.dest / "pid").read_text() for t in tasks}
+    assert str(os.getpid()) not in pids and len(pids) == 2
+
+
+def test_few_pages_are_rendered_in_the_build_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(site, "_render_task", _record_pid)
+    tasks = _tasks(tmp_path, site.MIN_PAGES_PER_WORKER * 2 - 1)
+    site.render_run_pages(tasks, jobs=8)
+    assert {(t.dest / "pid").read_text() for t in tasks} == {str(os.getpid())}
+
+
+def _fail_on_r5(task: site.RunPageTask) -> site.RenderedPage:
+    if task.dest.name in ("r5", "20261206T000000Z-cpu-scale-005"):
+        raise SiteError(f"{task.dest.name}: broken on purpose")
+    return _record_pid(task)
+
+
+def test_a_worker_error_reaches_the_build_with_its_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(site, "_render_task", _fail_on_r5)
+    with pytest.raises(SiteError) as err:
+        site.render_run_pages(_tasks(tmp_path, 12), jobs=2)
+    assert str(err.value) == "r5: broken on purpose"
+
+
+def test_a_failing_parallel_build_leaves_the_old_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "results"
+    write_synthetic(store, _run(0, with_traces=False))  # type: ignore[arg-type]
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    before = _hashes(out)
+    for i in range(1, 10):
+        write_synthetic(store, _run(i, with_traces=False))  # type: ignore[arg-type]
+    monkeypatch.setattr(site, "_render_task", _fail_on_r5)
+    with pytest.raises(SiteError, match="^20261206T000000Z-cpu-scale-005: broken on purpose$"):
+        site.build_site(store, out, "/", jobs=2)
+    assert _hashes(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site-")] == []
+
+
+def test_reportgen_jobs_must_be_a_positive_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPORTGEN_JOBS", "0")
+    with pytest.raises(UsageError) as err:
+        site.build_site(tmp_path, tmp_path / "site", "/")
+    assert str(err.value) == "REPORTGEN_JOBS='0': expected a whole number of processes, 1 or more"
+    monkeypatch.setenv("REPORTGEN_JOBS", "3")
+    assert site.default_jobs() == 3
+
+
+def test_unchanged_run_pages_are_hard_links_to_the_old_ones(tmp_path: Path) -> None:
+    store = tmp_path / "results"
+    write_synthetic(store, _run(0))  # type: ignore[arg-type]
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    page = out / "runs" / _run(0).run_id  # type: ignore[attr-defined]
+    inodes = {p.relative_to(page): p.stat().st_ino for p in page.rglob("*") if p.is_file()}
+    write_synthetic(store, _run(1))  # type: ignore[arg-type]
+    result = site.build_site(store, out, "/")
+    assert (result.rendered, result.reused) == (1, 1)
+    assert {p.relative_to(page): p.stat().st_ino for p in page.rglob("*") if p.is_file()} == inodes
+    assert len(inodes) == 10  # page, report, bar chart, 3 timelines, run.json, 3 traces
+    assert {p.name for p in (page / "data" / "traces").iterdir()} == {f"{n}.pt.trace.json.gz"
+                                                                     for n in ("naive", "fused", "compiled")}
+
+
+def _digests() -> list[analysis.RunDigest]:
+    odd = synthetic_run(run_id="odd", variants=(
+        variant("naive", 10.0), variant("boom", 1.0, status=VariantStatus.FAILED, error="x"),
+        variant("wrong", 5.0, status=VariantStatus.INCORRECT)))
+    return [analysis.digest(odd), analysis.digest(synthetic_run(label="a|b"))]
+
+
+def test_fast_manifest_digest_decodes_exactly_as_the_codec() -> None:
+    for d in _digests():
+        data = json.loads(json.dumps(to_jsonable(d)))
+        assert site.digest_from_manifest(data) == from_jsonable(analysis.RunDigest, data, "m") == d
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d.update(extra=1),
+    lambda d: d.pop("label"),
+    lambda d: d.update(label="a\x00b"),
+    lambda d: d.update(device="gpu"),
+    lambda d: d.update(parameters={"shape": 4}),
+    lambda d: d["variants"][0].update(median_us=True),
+    lambda d: d["variants"][0].update(ci_low_us=-1.0),
+    lambda d: d["variants"][0].update(speedup="2"),
+    lambda d: d["variants"][0].update(status="OK"),
+    lambda d: d.update(variants={}),
+])
+def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: object) -> None:
+    data = json.loads(json.dumps(to_jsonable(_digests()[0])))
+    change(data)  # type: ignore[operator]
+    assert site.digest_from_manifest(data) is None
+
+
+def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> None:
+    assert plots._clip_label("x" * 32) == "x" * 32
+    assert plots._clip_label("y" * 33) == "y" * 31 + "…"
+    views = analysis.run_view(synthetic_run(variants=(variant("v" * 200, 10.0), variant("fused", 5.0)))).variants
+    plots.bar_chart(views, tmp_path / "bars.png", "long names")
+    assert (tmp_path / "bars.png").stat().st_size > 1000

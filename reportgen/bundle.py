@@ -148,6 +148,20 @@ def is_safe_relpath(ref: str) -> bool:
     return all(part not in ("", ".", "..") for part in ref.split("/"))
 
 
+def member_file(bundle_dir: Path, rel: str) -> Path:
+    """The regular file ``rel`` inside a bundle; refuses links and paths that leave the bundle."""
+    if not is_safe_relpath(rel):
+        raise BundleError(f"{bundle_dir / RUN_FILE}: names {rel[:60]!r}, which points outside the bundle")
+    path = bundle_dir
+    for part in rel.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise BundleError(f"{path}: is a symbolic link; files of a run bundle must be real files inside it")
+    if not path.is_file():
+        raise BundleError(f"{path}: missing, but run.json names it; the bundle is incomplete")
+    return path
+
+
 def list_run_dirs(store: Path) -> list[Path]:
     """The run folders of ``store`` (hidden and temporary folders excluded), sorted by name."""
     if not store.exists():

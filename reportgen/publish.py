@@ -262,7 +262,7 @@ def publish_site(site: Path, repo: Path, branch: str = "gh-pages", remote: str =
         blobs = _hash_files(git, site, files)
         modes = {f: _mode(site / f) for f in files}
     parent = git.rev(ref)
-    start = parent or git.rev(f"refs/remotes/{remote}/{branch}")
+    start = base_commit(git, parent, git.rev(f"refs/remotes/{remote}/{branch}"))
     old_files = _tree_files(git, start)
     added = sum(1 for f in files if f not in old_files)
     updated = sum(1 for f in files if f in old_files and old_files[f] != blobs[f])
@@ -270,10 +270,23 @@ def publish_site(site: Path, repo: Path, branch: str = "gh-pages", remote: str =
     if start is None or added or updated:
         commit = _commit(git, modes, blobs, start, _message(git, count_runs(files)))
         _move_branch(git, ref, commit, parent)
-    elif parent is None and start is not None:
-        _move_branch(git, ref, start, None)  # adopt the remote's branch locally so it can be pushed
+    elif start is not None and start != parent:
+        _move_branch(git, ref, start, parent)  # adopt the remote's branch locally so it can be pushed
     pushed = _push(git, remote, ref) if push else False
     return PublishResult(branch, commit, start, added, updated, len(files) - added - updated, count_runs(files), pushed)
+
+
+def base_commit(git: _Git, local: str | None, remote_tip: str | None) -> str | None:
+    """The commit to build on: the local branch, unless the fetched remote branch is ahead or has diverged.
+
+    After a rejected push and a fetch, the remote's tip wins: the new commit carries the whole
+    site anyway (old run pages included), so building on the remote keeps both sides' pages
+    and the next push is a fast-forward. A local commit that was never pushed is left behind.
+    """
+    if local is None or remote_tip is None or local == remote_tip:
+        return local or remote_tip
+    is_ancestor = git.run("merge-base", "--is-ancestor", remote_tip, local, check=False).returncode == 0
+    return local if is_ancestor else remote_tip
 
 
 def _message(git: _Git, runs: int) -> str:

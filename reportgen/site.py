@@ -45,6 +45,7 @@ from reportgen.bundle import (
     list_run_dirs,
     load_run,
     make_temp_dir,
+    member_file,
     parse_run_json,
     remove_stale_temp_dirs,
     safe_component,
@@ -595,7 +596,7 @@ def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
             notes[v.name] = "no trace stored for this variant"
             continue
         name = f"timeline-{safe_component(v.name, 60)}.png"
-        layout = _timeline_for(bundle / v.trace_path)
+        layout = _timeline_for(member_file(bundle, v.trace_path))
         plots.timeline_chart(layout, dest / name, f"{v.name}: {layout.step_name or 'trace'} "
                              f"({layout.event_count} events, {layout.window_us:,.1f} µs)")
         timelines[v.name] = name
@@ -606,8 +607,6 @@ def _timeline_for(trace_file: Path) -> analysis.TimelineLayout:
     """Read a stored trace and lay out its representative iteration (the whole trace if it has no steps)."""
     from reportgen import trace as trace_reader
 
-    if not trace_file.is_file():
-        raise BundleError(f"{trace_file}: missing, but run.json names it as a trace; the bundle is incomplete")
     tr = trace_reader.read_trace(trace_file)
     step = analysis.representative_step(trace_reader.profiler_steps(tr))
     if step is not None:
@@ -629,23 +628,32 @@ class Downloads:
 
     run_json: str
     traces: dict[str, str]
+    artifacts: tuple[tuple[str, str, str, int], ...] = ()
+    """(variant, href, kind, size in bytes) of each device artifact (.neff, .ntff, .pb ...)."""
 
 
 def _copy_data(run: Run, bundle: Path, dest: Path) -> Downloads:
-    """Copy run.json byte for byte and every variant's trace under ``data/`` (paths already validated)."""
+    """Copy run.json byte for byte, every variant's trace and device artifacts under ``data/``."""
     data = dest / DATA_DIR
     data.mkdir()
     shutil.copyfile(bundle / RUN_FILE, data / RUN_FILE)
     traces: dict[str, str] = {}
+    artifacts: list[tuple[str, str, str, int]] = []
     for v in run.variants:
-        if v.trace_path is None:
-            continue
-        target = data / v.trace_path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.exists():
-            shutil.copyfile(bundle / v.trace_path, target)
-        traces[v.name] = f"{DATA_DIR}/{v.trace_path}"
-    return Downloads(f"{DATA_DIR}/{RUN_FILE}", traces)
+        if v.trace_path is not None:
+            traces[v.name] = _copy_member(bundle, v.trace_path, data)
+        for a in v.artifacts:
+            artifacts.append((v.name, _copy_member(bundle, a.path, data), a.kind, a.size_bytes))
+    return Downloads(f"{DATA_DIR}/{RUN_FILE}", traces, tuple(artifacts))
+
+
+def _copy_member(bundle: Path, rel: str, data: Path) -> str:
+    """Copy one bundle file (never through a link) under ``data/``; its href relative to the page."""
+    target = data / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        shutil.copyfile(member_file(bundle, rel), target)
+    return f"{DATA_DIR}/{rel}"
 
 
 def _write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root: Path, base_url: str) -> int:

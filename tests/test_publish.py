@@ -218,9 +218,30 @@ def test_push_to_a_missing_remote_fails_with_one_line(tmp_path: Path) -> None:
 def test_push_rejected_when_the_remote_moved_on(tmp_path: Path) -> None:
     repo, sha = make_repo(tmp_path)
     publish_site(make_site(tmp_path / "b1", ["run-1"]), repo, push=True)
-    git(repo, "push", "-q", "--force", "origin", f"{sha}:refs/heads/gh-pages")  # history rewritten elsewhere
+    other = tmp_path / "elsewhere"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(other)], check=True)
+    git(other, "checkout", "-q", "--orphan", "rewrite")
+    git(other, "commit", "-q", "--allow-empty", "-m", "rewritten elsewhere")
+    git(other, "push", "-q", "--force", "origin", "rewrite:refs/heads/gh-pages")  # history rewritten elsewhere
     with pytest.raises(SiteError, match=r"'git push' failed: ! \[rejected\] +gh-pages -> gh-pages"):
         publish_site(make_site(tmp_path / "b2", ["run-2"]), repo, push=True)
+
+
+def test_rejected_push_recovers_after_a_fetch_keeping_both_sides_pages(tmp_path: Path) -> None:
+    repo_a, _ = make_repo(tmp_path)
+    repo_b = tmp_path / "clone-b"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(repo_b)], check=True)
+    publish_site(make_site(tmp_path / "a1", ["run-a1"]), repo_a, push=True)
+    git(repo_b, "fetch", "-q", "origin")
+    publish_site(make_site(tmp_path / "b1", ["run-a1", "run-b1"]), repo_b, push=True)
+    with pytest.raises(SiteError, match=r"'git push' failed"):
+        publish_site(make_site(tmp_path / "a2", ["run-a1", "run-a2"]), repo_a, push=True)
+    git(repo_a, "fetch", "-q", "origin")  # the documented recovery: fetch, then publish again
+    result = publish_site(make_site(tmp_path / "a3", ["run-a1", "run-a2"]), repo_a, push=True)
+    assert result.pushed
+    remote_files = git(tmp_path / "remote.git", "ls-tree", "-r", "--name-only", "gh-pages").splitlines()
+    assert {"runs/run-a1/index.html", "runs/run-b1/index.html", "runs/run-a2/index.html"} <= set(remote_files)
+    assert git(repo_a, "rev-parse", "gh-pages") == git(tmp_path / "remote.git", "rev-parse", "gh-pages")
 
 
 def test_branch_moved_during_publish_is_a_conflict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -415,3 +415,42 @@ def test_fusion_evidence_shows_top_level_calls_and_nested_ops(real_cpu_store: Pa
     for v in run.variants:
         assert rows[v.name] == [str(v.op_dispatch_count), str(v.aten_op_count), "no device lane in trace"]
     assert [rows[n][0] for n in ("naive", "fused", "compiled")] == ["6", "1", "0"]
+
+
+def test_a_link_inside_a_bundle_is_refused_and_nothing_outside_is_published(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    folder = write_synthetic(store, synthetic_run(with_traces=True))
+    secret = tmp_path / "outside.json.gz"
+    secret.write_bytes((folder / "traces" / "naive.pt.trace.json.gz").read_bytes())
+    (folder / "traces" / "naive.pt.trace.json.gz").unlink()
+    (folder / "traces" / "naive.pt.trace.json.gz").symlink_to(secret)
+    with pytest.raises(BundleError, match=r"naive.pt.trace.json.gz: is a symbolic link; files of a run bundle must be"):
+        site.build_site(store, tmp_path / "site", "/")
+    assert not (tmp_path / "site").exists()
+
+
+def test_device_artifacts_are_downloadable_from_the_run_page(tmp_path: Path) -> None:
+    import dataclasses
+    import gzip
+    import json
+
+    from factories import chrome_trace
+
+    from reportgen.bundle import write_bundle
+    from reportgen.model import Artifact
+
+    run = synthetic_run(with_traces=True)
+    neff = Artifact("artifacts/naive/neff_0123_vnc_0.neff", "neff", 5)
+    variants = (dataclasses.replace(run.variants[0], artifacts=(neff,)), *run.variants[1:])
+    run = dataclasses.replace(run, variants=variants)
+    files: dict[str, Path | bytes] = {v.trace_path: gzip.compress(json.dumps(chrome_trace()).encode(), mtime=0)
+                                      for v in run.variants if v.trace_path}
+    files[neff.path] = b"NEFF!"
+    write_bundle(tmp_path / "store", run, files)
+    site.build_site(tmp_path / "store", tmp_path / "site", "/")
+    page = tmp_path / "site" / "runs" / run.run_id
+    assert (page / "data" / neff.path).read_bytes() == b"NEFF!"
+    assert f'<a href="data/{neff.path}">neff_0123_vnc_0.neff</a> — naive device artifact (neff, 5 bytes)' in \
+        (page / "index.html").read_text()
+    assert f"- [neff\\_0123\\_vnc\\_0\\.neff](data/{neff.path}) (naive device artifact, neff, 5 bytes)" in \
+        (page / "report.md").read_text()

@@ -19,14 +19,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen.codec import from_jsonable, to_jsonable
-from reportgen.errors import BundleError, ConflictError
+from reportgen.errors import BundleError, ConflictError, UsageError
 from reportgen.model import SCHEMA_VERSION, Run
 
 RUN_FILE = "run.json"
 TMP_PREFIX = ".tmp-"
 MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
-_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+"""Whole seconds, UTC: the one form reportgen writes, so that sorting the strings sorts the times."""
+MAX_LABEL_CHARS = 200
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -53,6 +55,14 @@ def make_run_id(created: datetime, device: str, label: str, salt: str) -> str:
     digest = hashlib.sha256(f"{created.isoformat()}|{device}|{label}|{salt}".encode()).hexdigest()[:6]
     parts.append(digest)
     return "-".join(parts)
+
+
+def check_label(label: str) -> None:
+    """Refuse a --label with control characters (C0, DEL, C1) or over MAX_LABEL_CHARS; anything else is data."""
+    if len(label) > MAX_LABEL_CHARS:
+        raise UsageError(f"--label: {len(label)} characters; keep it under {MAX_LABEL_CHARS}")
+    if any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in label):
+        raise UsageError("--label: contains control characters; use printable text")
 
 
 def is_valid_run_id(run_id: str) -> bool:

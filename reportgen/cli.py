@@ -20,6 +20,7 @@ EXIT_CODES_HELP = """exit codes:
   5  the requested device or its software (torch, torch_neuronx) is not present
   6  conflict: another reportgen holds the lock, or the run already exists
  70  internal error (a bug: please report it with the traceback from REPORTGEN_DEBUG=1)
+130  interrupted (Ctrl-C); stored runs and the site are unchanged
 """
 
 

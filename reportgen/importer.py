@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.bundle import make_run_id, make_temp_dir, safe_component, write_bundle
+from reportgen.bundle import check_label, make_run_id, make_temp_dir, safe_component, write_bundle
 from reportgen.errors import ExitCode, TraceError
 from reportgen.model import (
     SCHEMA_VERSION,
@@ -463,6 +463,7 @@ def _find_key(data: Any, key: str, depth: int = 0) -> float | None:
 
 def run_import_command(args: argparse.Namespace, store: Path) -> int:
     """``reportgen import PATH [--label L] [--device D]``: print the new run id and its folder."""
+    check_label(args.label or "")
     folder = import_run(ImportRequest(Path(args.path), args.label or "", args.device or "auto"), store)
     print(f"imported run {folder.name}")
     print(str(folder))

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from reportgen import __version__
 from reportgen.backends import select_backend
 from reportgen.backends.base import Backend, artifact_for
-from reportgen.bundle import TMP_PREFIX, make_run_id, safe_component, write_bundle
+from reportgen.bundle import TMP_PREFIX, check_label, make_run_id, safe_component, write_bundle
 from reportgen.environment import fingerprint, git_info
 from reportgen.errors import ExitCode, ScenarioError, UsageError
 from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
@@ -34,8 +34,6 @@ from reportgen.model import (
 )
 from reportgen.scenario import Scenario, load_scenario, parse_dtype, parse_shape
 from reportgen.stats import summarize
-
-MAX_LABEL_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -60,6 +58,9 @@ class ProfileRequest:
         scenario = load_scenario(args.scenario)
         shape = parse_shape(args.shape) if args.shape else scenario.default_shape
         dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype
+        if dtype not in scenario.tolerances:
+            raise ScenarioError(f"--dtype {dtype}: scenario {scenario.name!r} declares no tolerance for it; "
+                                f"use one of {', '.join(sorted(scenario.tolerances))} or add it to the scenario")
         names = scenario.variant_names()
         chosen = tuple(x.strip() for x in args.variants.split(",")) if args.variants else tuple(names)
         unknown = [x for x in chosen if x not in names]
@@ -69,7 +70,7 @@ class ProfileRequest:
         _check_positive("--samples", args.samples, minimum=2)
         _check_positive("--warmup", args.warmup, minimum=0)
         _check_positive("--threads", args.threads, minimum=1)
-        _check_label(args.label)
+        check_label(args.label)
         settings = MeasureSettingsIn(samples=args.samples or 50,
                                      warmup=3 if args.warmup is None else args.warmup)
         return ProfileRequest(args.device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
@@ -79,13 +80,6 @@ class ProfileRequest:
 def _check_positive(flag: str, value: int | None, minimum: int) -> None:
     if value is not None and value < minimum:
         raise UsageError(f"{flag} {value}: must be at least {minimum}")
-
-
-def _check_label(label: str) -> None:
-    if len(label) > MAX_LABEL_CHARS:
-        raise UsageError(f"--label: {len(label)} characters; keep it under {MAX_LABEL_CHARS}")
-    if "\x00" in label or any(ord(c) < 32 for c in label):
-        raise UsageError("--label: contains control characters; use printable text")
 
 
 class ProgressPrinter:

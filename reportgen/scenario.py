@@ -77,7 +77,10 @@ def load_scenario(ref: str, scenarios_dir: Path = SCENARIOS_DIR) -> Scenario:
     if spec is None or spec.loader is None:
         raise ScenarioError(f"{path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a user's file: any error is theirs to fix, reported in one line
+        raise ScenarioError(f"{path}: failed to load ({type(exc).__name__}: {exc}); fix the scenario file") from None
     scenario = getattr(module, "SCENARIO", None)
     if not isinstance(scenario, Scenario):
         raise ScenarioError(f"{path}: must define SCENARIO = reportgen.scenario.Scenario(...)")

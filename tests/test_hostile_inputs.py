@@ -353,7 +353,7 @@ CASES: dict[str, Case] = {
                                             "variant must be unique"),
     "bundle: trace named in run.json is missing": Case(
         _missing_trace, ExitCode.BAD_INPUT,
-        "{store}/" + RUN_B + "/traces/fused.pt.trace.json.gz: missing, but run.json names it as a trace; "
+        "{store}/" + RUN_B + "/traces/fused.pt.trace.json.gz: missing, but run.json names it; "
         "the bundle is incomplete"),
     "bundle: stored trace is corrupt": Case(
         _corrupt_trace, ExitCode.BAD_INPUT,

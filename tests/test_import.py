@@ -299,3 +299,20 @@ def test_benchmark_trace_generator_makes_a_valid_linked_trace(tmp_path: Path) ->
     assert path.stat().st_size >= 100_000
     table = build_op_table(read_trace_bytes(path.read_bytes(), "b"))
     assert table.unattributed_device_count == 0 and table.device_work_count == table.op_dispatch_count
+
+
+@pytest.mark.parametrize(("label", "message"), [
+    ("a\x1b[31mred", "--label: contains control characters; use printable text"),
+    ("line\nbreak", "--label: contains control characters; use printable text"),
+    ("c1\x85x", "--label: contains control characters; use printable text"),
+    ("x" * 201, "--label: 201 characters; keep it under 200"),
+])
+def test_import_label_is_validated_like_profile(tmp_path: Path, label: str, message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from reportgen.cli import main
+
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": []}')
+    assert main(["import", str(trace), "--label", label, "--store", str(tmp_path / "store")]) == 2
+    assert capsys.readouterr().err == f"reportgen: error: {message}\n"
+    assert not (tmp_path / "store").exists()

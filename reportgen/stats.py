@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+MIN_SAMPLES_FOR_INTERVAL = 5
+"""Below this many samples no interval or ratio is claimed (a bootstrap of 1-4 values says nothing)."""
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 SEED = 20261130
@@ -36,6 +38,11 @@ class SampleSummary:
     p90_us: float
     ci_low_us: float
     ci_high_us: float
+
+    @property
+    def has_interval(self) -> bool:
+        """True when there are enough samples for the interval to mean something."""
+        return self.n >= MIN_SAMPLES_FOR_INTERVAL
 
     @property
     def cv(self) -> float:
@@ -79,8 +86,8 @@ def summarize(samples_us: tuple[float, ...] | list[float]) -> SampleSummary | No
 
 
 def ratio_of_medians(numerator_us: tuple[float, ...], denominator_us: tuple[float, ...]) -> Ratio | None:
-    """median(numerator) / median(denominator) with a bootstrap CI; None if either side is empty or zero."""
-    if not numerator_us or not denominator_us:
+    """median(numerator) / median(denominator) with a bootstrap CI; None with too few samples or a zero median."""
+    if min(len(numerator_us), len(denominator_us)) < MIN_SAMPLES_FOR_INTERVAL:
         return None
     num = np.asarray(numerator_us, dtype=float)
     den = np.asarray(denominator_us, dtype=float)

@@ -41,3 +41,11 @@ def test_clearly_separated_samples_exclude_one() -> None:
 def test_degenerate_inputs() -> None:
     assert ratio_of_medians((), (1.0,)) is None
     assert ratio_of_medians((1.0,), (0.0, 0.0)) is None
+
+
+def test_too_few_samples_give_no_ratio_and_no_interval() -> None:
+    assert ratio_of_medians((1.0, 2.0, 3.0, 4.0), (1.0,) * 10) is None
+    assert ratio_of_medians((1.0,) * 5, (2.0,) * 5) is not None
+    s4, s5 = summarize([1.0, 2.0, 3.0, 4.0]), summarize([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert s4 is not None and not s4.has_interval
+    assert s5 is not None and s5.has_interval

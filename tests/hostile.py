@@ -34,6 +34,20 @@ PAYLOADS = (
     "<style>body{background:url(http://127.0.0.1:1/css)}</style>",
 )
 ALL_PAYLOADS = " ".join(PAYLOADS)
+
+
+def _fit(payloads: tuple[str, ...], limit: int) -> str:
+    """As many whole payloads as fit in ``limit`` characters (a --label is at most 200)."""
+    out = ""
+    for p in payloads:
+        candidate = f"{out} {p}" if out else p
+        if len(candidate) <= limit:
+            out = candidate
+    return out
+
+
+CLI_LABEL = _fit(PAYLOADS, 200)
+"""The payloads a --label can carry through the CLI, which refuses labels over 200 characters."""
 """Every payload in one string, for fields shown once (label, hostname)."""
 LITERAL_TEMPLATE = "{{ 7*7 }}"
 

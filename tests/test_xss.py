@@ -21,7 +21,7 @@ from pathlib import Path
 import markupsafe
 import pytest
 from factories import write_synthetic
-from hostile import ALL_PAYLOADS, LITERAL_TEMPLATE, PAYLOADS, hostile_run, hostile_trace, write_trace
+from hostile import CLI_LABEL, LITERAL_TEMPLATE, PAYLOADS, hostile_run, hostile_trace, write_trace
 
 from reportgen.bundle import load_store
 from reportgen.cli import main
@@ -47,7 +47,7 @@ def evil_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str
     write_synthetic(store, hostile_run(RUN_1, "2026-11-30T00:00:00Z"))
     write_synthetic(store, hostile_run(RUN_2, "2026-12-01T00:00:00Z"))
     trace = write_trace(root / "evil.json", hostile_trace())
-    assert main(["import", str(trace), "--store", str(store), "--label", ALL_PAYLOADS]) == 0
+    assert main(["import", str(trace), "--store", str(store), "--label", CLI_LABEL]) == 0
     (imported,) = [r.run_id for r in load_store(store) if r.run_id not in (RUN_1, RUN_2)]
     mp = pytest.MonkeyPatch()
     mp.setenv("SOURCE_DATE_EPOCH", "1800000000")

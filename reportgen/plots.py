@@ -136,11 +136,15 @@ def bar_chart(variants: Sequence[VariantView], path: Path, title: str) -> None:
 
 
 def history_chart(group: HistoryGroup, path: Path) -> None:
-    """Each variant's median time (with CI) and speedup across the group's runs, oldest left."""
+    """Each variant's median time (with CI) and, with two or more variants, speedup across the group's runs."""
     run_ids = list(group.run_ids)
     stamps = dict(zip(group.run_ids, group.created_utc, strict=True))
-    with _figure(9.0, 5.6) as fig:
-        ax_time, ax_gain = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    with_gain = len(group.series) > 1
+    with _figure(9.0, 5.6 if with_gain else 3.8) as fig:
+        if with_gain:
+            ax_time, ax_gain = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+        else:
+            ax_time = ax_gain = fig.subplots(1, 1)
         for i, series in enumerate(group.series):
             xs = [run_ids.index(p.run_id) for p in series.points]
             meds = [p.median_us for p in series.points]
@@ -149,17 +153,18 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
             ax_time.errorbar(xs, meds, yerr=err, marker="o", ms=4, capsize=3, color=colour_for(i),
                              label=series.variant)
             gains = [(x, p.speedup) for x, p in zip(xs, series.points, strict=True) if p.speedup is not None]
-            if gains:
+            if gains and with_gain:
                 ax_gain.plot([g[0] for g in gains], [g[1] for g in gains], marker="o", ms=4, color=colour_for(i),
                              label=series.variant)
         ax_time.set_ylabel("median µs per call")
         _time_scale(ax_time, [p.median_us for series in group.series for p in series.points])
         ax_time.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         ax_time.set_title(group.title, fontsize=10, loc="left")
-        ax_gain.set_ylabel("speedup vs baseline (×)")
-        ax_gain.set_title("speedup over the baseline (naive, or the first variant)", fontsize=8, loc="left")
-        ax_gain.axhline(1.0, color="#999999", lw=0.8, ls="--")
-        ax_gain.set_ylim(bottom=0)
+        if with_gain:
+            ax_gain.set_ylabel("speedup vs baseline (×)")
+            ax_gain.set_title("speedup over the baseline (naive, or the first variant)", fontsize=8, loc="left")
+            ax_gain.axhline(1.0, color="#999999", lw=0.8, ls="--")
+            ax_gain.set_ylim(bottom=0)
         step = max(1, len(run_ids) // 12)
         ticks = list(range(0, len(run_ids), step))
         ax_gain.set_xticks(ticks, [_short_time(stamps[run_ids[t]]) for t in ticks], rotation=30, ha="right", fontsize=7)

@@ -663,7 +663,7 @@ def _write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root
     history_dir.mkdir()
     charts: dict[str, str] = {}
     for g in groups:
-        if not g.series:
+        if not g.series or len(g.run_ids) < 2:  # one point is not a history: the table says it
             continue
         name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
         plots.history_chart(g, history_dir / name)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from reportgen import __version__
-from reportgen.backends import select_backend
+from reportgen.backends import import_torch, select_backend
 from reportgen.backends.base import Backend, artifact_for
 from reportgen.bundle import TMP_PREFIX, check_label, make_run_id, safe_component, write_bundle
 from reportgen.environment import fingerprint, git_info
@@ -54,7 +54,8 @@ class ProfileRequest:
 
     @staticmethod
     def from_cli(args: argparse.Namespace, store: Path) -> ProfileRequest:
-        """Validate every argument before torch is imported; errors name the flag and the fix."""
+        """Validate every argument before profiling starts; errors name the flag and the fix."""
+        import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
         scenario = load_scenario(args.scenario)
         shape = parse_shape(args.shape) if args.shape else scenario.default_shape
         dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype

@@ -5,6 +5,8 @@ Added as a file only; nothing in reportgen/ names it.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from reportgen.scenario import Scenario, Variant
@@ -44,18 +46,12 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torc
 
 def bytes_per_call(shape: tuple[int, ...], itemsize: int) -> int:
     """Read x, weight and bias once, write y once."""
-    numel = 1
-    for d in shape:
-        numel *= d
-    return (2 * numel + 2 * shape[-1]) * itemsize
+    return (2 * math.prod(shape) + 2 * shape[-1]) * itemsize
 
 
 def flops_per_call(shape: tuple[int, ...]) -> int:
     """About 8 flops per element."""
-    numel = 1
-    for d in shape:
-        numel *= d
-    return 8 * numel
+    return 8 * math.prod(shape)
 
 
 SCENARIO = Scenario(

@@ -5,6 +5,8 @@ y = x * rsqrt(mean(x^2, -1) + eps) * weight
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from reportgen.scenario import Scenario, Variant
@@ -39,18 +41,12 @@ def reference(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 def bytes_per_call(shape: tuple[int, ...], itemsize: int) -> int:
     """Read x and weight once, write y once: the minimum traffic of any implementation."""
-    numel = 1
-    for d in shape:
-        numel *= d
-    return (2 * numel + shape[-1]) * itemsize
+    return (2 * math.prod(shape) + shape[-1]) * itemsize
 
 
 def flops_per_call(shape: tuple[int, ...]) -> int:
     """About 4 flops per element (square, sum, scale, weight)."""
-    numel = 1
-    for d in shape:
-        numel *= d
-    return 4 * numel
+    return 4 * math.prod(shape)
 
 
 SCENARIO = Scenario(

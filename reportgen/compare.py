@@ -34,7 +34,7 @@ from reportgen.codec import to_jsonable
 from reportgen.errors import CompareError, ExitCode, UsageError
 from reportgen.mdtext import md_escape
 from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
-from reportgen.render import TEMPLATES_DIR
+from reportgen.render import new_environment
 from reportgen.stats import METHOD, ratio_of_medians
 
 COMPARE_SCHEMA_VERSION = 1
@@ -405,14 +405,7 @@ def run_page_url(site_url: str, run_id: str) -> str:
 
 def markdown_environment() -> jinja2.Environment:
     """The Markdown Jinja environment: no autoescape (not HTML); every run string goes through ``md``."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = new_environment(autoescape=False)
     env.filters["md"] = lambda s: md_escape(_clip(str(s)))
     env.filters["md_whole"] = md_escape
     env.filters["html"] = html_text

@@ -6,6 +6,7 @@ scenarios that touches torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import traceback
@@ -69,7 +70,7 @@ def measure_variant(backend: Backend, variant: Variant, inputs: VariantInputs, s
         raise
     except Exception as exc:  # a variant's failure (compile error, OOM, ...) must not stop the others
         progress(f"{variant.name}: FAILED: {_one_line(exc)}")
-        return VariantOutcome(_replace(base, error=_one_line(exc)))
+        return VariantOutcome(dataclasses.replace(base, error=_one_line(exc)))
 
 
 def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings: MeasureSettingsIn, work_dir: Path,
@@ -93,7 +94,7 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         progress(f"{variant.name}: profiling ({settings.profile_active} active steps)")
         capture = _profile(backend, fn, inputs.args, settings, work_dir)
     median = sorted(samples)[len(samples) // 2]
-    result = _replace(
+    result = dataclasses.replace(
         base,
         status=VariantStatus.OK if correctness.passed else VariantStatus.INCORRECT,
         error=None if correctness.passed else f"wrong result: {_describe(correctness)}",
@@ -109,12 +110,6 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         device_event_count=capture.device_events_per_step,
     )
     return VariantOutcome(result, capture.trace, capture.artifacts)
-
-
-def _replace(v: VariantResult, **changes: Any) -> VariantResult:
-    import dataclasses
-
-    return dataclasses.replace(v, **changes)
 
 
 def _timed_call(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[float, Any]:

@@ -154,7 +154,7 @@ class MeasureSettings:
 
     warmup_iters: int
     samples: int
-    calls_per_sample: int
+    calls_per_sample: int  # as requested; 0: calibrated per variant (see VariantResult.calls_per_sample)
     profile_wait: int
     profile_warmup: int
     profile_active: int

@@ -7,6 +7,7 @@ inputs and the reference -> measure each variant -> write the bundle atomically 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import secrets
 import sys
@@ -147,7 +148,6 @@ def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: dat
               outcomes: list[VariantOutcome], torch: Any) -> Run:
     created_utc = created.strftime("%Y-%m-%dT%H:%M:%SZ")
     s = request.settings
-    calls = max((o.result.calls_per_sample for o in outcomes), default=1)
     return Run(
         schema_version=SCHEMA_VERSION,
         run_id=make_run_id(created, backend.kind.value, request.label, secrets.token_hex(4)),
@@ -162,7 +162,7 @@ def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: dat
         scenario=ScenarioInfo(request.scenario.name, request.scenario.description, {
             "shape": ",".join(str(d) for d in request.shape), "dtype": request.dtype, "seed": str(request.seed)}),
         variants=tuple(o.result for o in outcomes),
-        settings=MeasureSettings(warmup_iters=s.warmup, samples=s.samples, calls_per_sample=calls,
+        settings=MeasureSettings(warmup_iters=s.warmup, samples=s.samples, calls_per_sample=s.calls_per_sample or 0,
                                  profile_wait=s.profile_wait, profile_warmup=s.profile_warmup,
                                  profile_active=s.profile_active),
     )
@@ -181,8 +181,6 @@ def _bundle_files(outcomes: list[VariantOutcome]) -> dict[str, Path | bytes]:
 
 
 def _with_artifacts(run: Run, outcomes: list[VariantOutcome], files: dict[str, Path | bytes]) -> Run:
-    import dataclasses
-
     variants = []
     for o in outcomes:
         name = safe_component(o.result.name)

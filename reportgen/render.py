@@ -123,17 +123,23 @@ def _md_safe(func: Any) -> Any:
     return lambda *args, **kwargs: MdSafe(func(*args, **kwargs))
 
 
-@lru_cache(maxsize=1)
-def html_env() -> jinja2.Environment:
-    """The HTML environment: autoescape on, undefined names are errors."""
-    env = jinja2.Environment(
+def new_environment(*, autoescape: bool, finalize: Any = None) -> jinja2.Environment:
+    """A Jinja environment over templates/ with the project's options (undefined names are errors)."""
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        autoescape=True,
+        autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
+        finalize=finalize,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+
+
+@lru_cache(maxsize=1)
+def html_env() -> jinja2.Environment:
+    """The HTML environment: autoescape on."""
+    env = new_environment(autoescape=True)
     env.filters.update(_FORMATTERS)
     return env
 
@@ -141,15 +147,7 @@ def html_env() -> jinja2.Environment:
 @lru_cache(maxsize=1)
 def md_env() -> jinja2.Environment:
     """The Markdown environment: no HTML autoescape, every printed value md-escaped by ``finalize``."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-        finalize=_md_finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = new_environment(autoescape=False, finalize=_md_finalize)
     env.filters.update({name: _md_safe(f) for name, f in _FORMATTERS.items()})
     env.filters["md"] = md_filter
     env.filters["trusted"] = MdSafe  # only for labels reportgen itself makes (enum-derived), never data

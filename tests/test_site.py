@@ -142,7 +142,7 @@ def test_run_page_tables_carry_the_numbers(tmp_path: Path) -> None:
     assert "| compiled | fused | **2.00×** |" in md
     # roofline: 2 KiB per call at 10 GB/s peak
     assert "10 GB/s (test figure)" in html and "| naive | 2.0 KiB |" in md
-    assert "30 timing samples × 1 call(s) each" in html and "30 timing samples × 1 call(s) each" in md
+    assert "30 timing samples per variant, each 1 call(s);" in html and "30 timing samples per variant, each 1 call(s);" in md
     assert "median of samples; 95 % percentile-bootstrap interval" in html
 
 
@@ -454,3 +454,16 @@ def test_device_artifacts_are_downloadable_from_the_run_page(tmp_path: Path) -> 
         (page / "index.html").read_text()
     assert f"- [neff\\_0123\\_vnc\\_0\\.neff](data/{neff.path}) (naive device artifact, neff, 5 bytes)" in \
         (page / "report.md").read_text()
+
+
+def test_each_variant_states_its_own_calls_per_sample(tmp_path: Path) -> None:
+    run = synthetic_run()
+    run = replace(run, settings=replace(run.settings, calls_per_sample=0),
+                  variants=(replace(run.variants[0], calls_per_sample=62), *run.variants[1:]))
+    write_synthetic(tmp_path / "store", run)
+    site.build_site(tmp_path / "store", tmp_path / "site", "/")
+    page = tmp_path / "site" / "runs" / run.run_id
+    html, md = (page / "index.html").read_text(), (page / "report.md").read_text()
+    assert "(n = 30 samples × 62 call(s)," in html and "(n = 30 samples × 1 call(s)," in html
+    assert "(n = 30 samples × 62 call(s)," in md
+    assert "each of N calls, N calibrated per variant so a sample lasts ≥ 2 ms" in html

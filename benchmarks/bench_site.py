@@ -130,7 +130,7 @@ def _dir_bytes(folder: Path) -> int:
 def site_weight(site: Path, run_id: str) -> dict[str, int]:
     """Bytes of one run page (HTML + images; and its folder with data) and of the index with its images."""
     run_dir = site / "runs" / run_id
-    images = sum(p.stat().st_size for p in run_dir.glob("*.png"))
+    images = sum(p.stat().st_size for p in run_dir.iterdir() if p.suffix in (".png", ".svg"))
     html = (run_dir / "index.html").stat().st_size
     index_html = (site / "index.html").read_text(encoding="utf-8")
     srcs = sorted(set(re.findall(r'<img[^>]*\ssrc="([^"]+)"', index_html)))

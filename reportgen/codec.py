@@ -7,6 +7,7 @@ Field names carry units: ``*_us`` and ``*_bytes`` values must be finite and non-
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -88,17 +89,25 @@ def _decode_union(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
 def _decode_dataclass(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
     if not isinstance(value, dict):
         raise ctx.fail(where, f"expected an object, got {_kind(value)}")
-    hints = typing.get_type_hints(tp)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(tp):
-        sub = f.name if where == "$" else f"{where}.{f.name}"
-        if f.name not in value:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+    for name, hint, required in _fields_of(tp):
+        sub = name if where == "$" else f"{where}.{name}"
+        if name not in value:
+            if required:
                 raise ctx.fail(sub, "is missing")
             continue
-        kwargs[f.name] = _decode(hints[f.name], value[f.name], ctx, sub)
-        _check_units(f.name, kwargs[f.name], ctx, sub)
+        kwargs[name] = _decode(hint, value[name], ctx, sub)
+        _check_units(name, kwargs[name], ctx, sub)
     return tp(**kwargs)
+
+
+@functools.cache
+def _fields_of(tp: Any) -> tuple[tuple[str, Any, bool], ...]:
+    """(name, resolved type, required) of each field: resolving the annotations is most of a decode's cost."""
+    hints = typing.get_type_hints(tp)
+    return tuple((f.name, hints[f.name],
+                  f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                 for f in dataclasses.fields(tp))
 
 
 def _decode_scalar(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:

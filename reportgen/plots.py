@@ -1,11 +1,16 @@
-"""matplotlib figures for the site: per-variant bar chart, history chart, timeline snapshot.
+"""The site's charts: per-variant bar chart (SVG), timeline snapshots (SVG) and history charts (PNG).
 
-Figures are drawn on a private ``Figure`` (no pyplot global state) under fixed rcParams
-(DejaVu Sans, fixed DPI, no "Software" PNG metadata) so the same input gives the same bytes.
+The timeline and history charts are matplotlib figures on a private ``Figure`` (no pyplot global
+state) under fixed rcParams (DejaVu Sans, fixed DPI, no time or software metadata), so the same
+input gives the same bytes. The bar chart is laid out here and drawn by
+``templates/charts/bars.svg``: a few rectangles and lines, where a matplotlib figure cost more
+than the rest of a run page together.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
+from matplotlib.ticker import MaxNLocator
 from PIL import Image
 
 from reportgen.analysis import LANE_TITLES, HistoryGroup, LaneKind, TimelineLayout, VariantView
@@ -36,7 +41,9 @@ LANE_COLOURS = {
     LaneKind.OTHER: "#8C8C8C",
 }
 _RC: dict[str, Any] = {
-    "font.family": "DejaVu Sans",
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],  # SVG text names it, then falls back to the viewer's sans-serif
+    "svg.fonttype": "none",  # SVG text stays text: small files, selectable, drawn by the viewer's font
     "text.parse_math": False,  # names from traces are literal text: '$' must not start mathtext
     "font.size": 9,
     "svg.hashsalt": "reportgen",
@@ -58,22 +65,12 @@ class Margins:
 
 
 @contextmanager
-def _figure(width_in: float, height_in: float, margins: Margins | None = None) -> Iterator[Figure]:
-    """A fresh Agg figure under the fixed style; with ``margins``, the subplot area is placed by them."""
+def _figure(width_in: float, height_in: float) -> Iterator[Figure]:
+    """A fresh Agg figure under the fixed style."""
     with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
         fig = Figure(figsize=(width_in, height_in), dpi=DPI)
         FigureCanvasAgg(fig)
-        if margins is not None:
-            fig.subplots_adjust(left=margins.left_in / width_in, right=1 - margins.right_in / width_in,
-                                top=1 - margins.top_in / height_in, bottom=margins.bottom_in / height_in)
         yield fig
-
-
-def _text_width_in(fig: Figure, text: str, size_pt: float) -> float:
-    """The drawn width of ``text`` at ``size_pt`` in the figure's font: one measurement, no layout pass."""
-    width_px, _, _ = fig.canvas.get_renderer().get_text_width_height_descent(  # type: ignore[attr-defined]
-        text, FontProperties(size=size_pt), ismath=False)
-    return float(width_px) / DPI
 
 
 def _clip_label(text: str, max_chars: int = MAX_LABEL_CHARS) -> str:
@@ -99,78 +96,175 @@ def colour_for(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
 
-def bar_chart(variants: Sequence[VariantView], path: Path, title: str) -> None:
-    """Median time per call per variant, with the 95 % bootstrap interval of the median as error bars."""
-    height = 0.6 + 0.45 * max(len(variants), 1)
+BAR_WIDTH_PX = 750
+BAR_FONT_PX = 12.0
+CHAR_WIDTH_EM = 0.62
+"""Mean advance of a DejaVu Sans character, in em: the bar chart sizes its label margin from it."""
+
+
+@dataclass(frozen=True)
+class SvgBar:
+    """One variant's bar, its error bar and its value label, in SVG pixels."""
+
+    label: str
+    colour: str
+    y_px: float
+    height_px: float
+    width_px: float
+    err_from_px: float | None
+    err_to_px: float | None
+    value_text: str
+    value_x_px: float
+
+
+@dataclass(frozen=True)
+class SvgTick:
+    x_px: float
+    label: str
+
+
+@dataclass(frozen=True)
+class BarChartLayout:
+    """Everything ``templates/charts/bars.svg`` draws: plot box, axis ticks and bars, in pixels."""
+
+    title: str
+    caption: str
+    width_px: int
+    height_px: int
+    plot_left_px: float
+    plot_right_px: float
+    plot_top_px: float
+    plot_bottom_px: float
+    ticks: tuple[SvgTick, ...]
+    bars: tuple[SvgBar, ...]
+
+
+def text_width_px(text: str, font_px: float) -> float:
+    """An estimate of ``text``'s drawn width: the viewer's font lays SVG text out, not ours."""
+    return len(text) * font_px * CHAR_WIDTH_EM
+
+
+def nice_ticks(top: float, max_ticks: int = 7) -> tuple[list[float], int]:
+    """Ticks 0, s, 2s ... up to ``top`` with s a 1, 2, 2.5 or 5 times a power of ten; and the decimals to print."""
+    if not math.isfinite(top) or top <= 0:
+        return [0.0], 0
+    raw = top / max(max_ticks - 1, 1)
+    exponent = math.floor(math.log10(raw))
+    mantissa = next(m for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * 10.0**exponent >= raw * (1 - 1e-12))
+    if mantissa == 10.0:
+        mantissa, exponent = 1.0, exponent + 1
+    step = mantissa * 10.0**exponent
+    decimals = max(0, -exponent) + (1 if mantissa == 2.5 and exponent <= 0 else 0)
+    count = int(top / step + 1e-9)
+    return [i * step for i in range(count + 1)], decimals
+
+
+def bar_layout(variants: Sequence[VariantView], title: str) -> BarChartLayout:
+    """Median time per call per variant as horizontal bars, with the 95 % bootstrap interval as error bars."""
     labels = [_clip_label(v.name) for v in variants]
-    with _figure(7.5, height + 0.9) as fig:
-        left_in = 0.2 + max((_text_width_in(fig, label, 9) for label in labels), default=0.0)
-        fig.subplots_adjust(left=left_in / 7.5, right=1 - 0.15 / 7.5, top=1 - 0.35 / (height + 0.9),
-                            bottom=0.55 / (height + 0.9))
-        ax = fig.add_subplot()
-        medians, lows, highs, colours = [], [], [], []
-        for i, v in enumerate(variants):
-            colours.append(colour_for(i))
-            if v.timing is None:
-                medians.append(0.0)
-                lows.append(0.0)
-                highs.append(0.0)
-            else:
-                medians.append(v.timing.median_us)
-                lows.append(max(v.timing.median_us - v.timing.ci_low_us, 0.0))
-                highs.append(max(v.timing.ci_high_us - v.timing.median_us, 0.0))
-        ys = list(range(len(labels)))
-        ax.barh(ys, medians, color=colours, xerr=[lows, highs], capsize=4, error_kw={"elinewidth": 1.2})
-        ax.set_yticks(ys, labels)
-        ax.invert_yaxis()
-        top = max((m + h for m, h in zip(medians, highs, strict=True)), default=1.0) or 1.0
-        ax.set_xlim(0, top * 1.3)
-        for y, v, m, h in zip(ys, variants, medians, highs, strict=True):
-            text = f"{m:,.1f} µs" if v.timing is not None else f"{v.status.value}: no timing"
-            ax.text(m + h + top * 0.01, y, text, va="center", fontsize=8)
-        # Centred on the figure, not the axes: a long variant name narrows the axes.
-        fig.text(0.5, 0.04 / (height + 0.9), "median time per call (µs); error bars: 95 % bootstrap CI of the median",
-                 ha="center", va="bottom")
-        ax.set_title(title, fontsize=10, loc="left")
-        _save(fig, path)
+    row_px = 45.0
+    height_px = int(round(60 + row_px * max(len(variants), 1) + 90))
+    left = 20.0 + max((text_width_px(label, BAR_FONT_PX) for label in labels), default=0.0)
+    right, top_px, bottom = BAR_WIDTH_PX - 15.0, 35.0, height_px - 55.0
+    medians = [v.timing.median_us if v.timing is not None else 0.0 for v in variants]
+    highs = [v.timing.ci_high_us if v.timing is not None else 0.0 for v in variants]
+    top = max([*medians, *highs], default=0.0) or 1.0
+    x_max = top * 1.3
+    scale = (right - left) / x_max
+    ticks, decimals = nice_ticks(x_max)
+    band = (bottom - top_px) / max(len(variants), 1)
+    bars = []
+    for i, (v, label) in enumerate(zip(variants, labels, strict=True)):
+        y = top_px + band * (i + 0.5)
+        t = v.timing
+        err_from = err_to = None
+        if t is not None:
+            err_from = left + max(min(t.ci_low_us, t.median_us), 0.0) * scale
+            err_to = left + max(t.ci_high_us, t.median_us) * scale
+        end = err_to if err_to is not None else left + medians[i] * scale
+        text = f"{t.median_us:,.1f} µs" if t is not None else f"{v.status.value}: no timing"
+        bars.append(SvgBar(label, colour_for(i), _px(y), _px(band * 0.8), _px(medians[i] * scale),
+                           _px_or_none(err_from), _px_or_none(err_to), text, _px(end + 6)))
+    return BarChartLayout(
+        title=title,
+        caption="median time per call (µs); error bars: 95 % bootstrap CI of the median",
+        width_px=BAR_WIDTH_PX, height_px=height_px, plot_left_px=_px(left), plot_right_px=_px(right),
+        plot_top_px=top_px, plot_bottom_px=_px(bottom),
+        ticks=tuple(SvgTick(_px(left + t * scale), f"{t:,.{decimals}f}") for t in ticks),
+        bars=tuple(bars),
+    )
+
+
+def _px(value: float) -> float:
+    return round(value, 2)
+
+
+def _px_or_none(value: float | None) -> float | None:
+    return None if value is None else _px(value)
+
+
+def bar_chart(variants: Sequence[VariantView], path: Path, title: str) -> None:
+    """Write the bar chart as SVG through ``templates/charts/bars.svg`` (every label escaped)."""
+    from reportgen.render import render_html
+
+    path.write_text(render_html("charts/bars.svg", chart=bar_layout(variants, title)), encoding="utf-8")
+
+
+HISTORY_WIDTH_IN = 9.0
+BAND_FROM_POINTS = 40
+"""A series with more points than this draws its confidence interval as a shaded band, not error bars."""
+LEGEND_FONT_PT = 8.0
 
 
 def history_chart(group: HistoryGroup, path: Path) -> None:
-    """Each variant's median time (with CI) and, with two or more variants, speedup across the group's runs."""
-    run_ids = list(group.run_ids)
-    stamps = dict(zip(group.run_ids, group.created_utc, strict=True))
+    """Each variant's median time (with CI) and, with two or more variants, speedup across the group's runs.
+
+    Up to ``BAND_FROM_POINTS`` runs, each point has error bars; beyond, the interval is a shaded band
+    (hundreds of error bars are a smear, and cost a build more than everything else on the index).
+    """
+    position = {run_id: i for i, run_id in enumerate(group.run_ids)}
     with_gain = len(group.series) > 1
-    with _figure(9.0, 5.6 if with_gain else 3.8) as fig:
+    height_in = 5.6 if with_gain else 3.8
+    legend_in = max((len(_clip_label(s.variant)) for s in group.series), default=0) * LEGEND_FONT_PT / 72 * CHAR_WIDTH_EM
+    with _figure(HISTORY_WIDTH_IN, height_in) as fig:
+        fig.subplots_adjust(left=0.9 / HISTORY_WIDTH_IN, right=1 - (0.55 + legend_in) / HISTORY_WIDTH_IN,
+                            top=1 - 0.35 / height_in, bottom=1.0 / height_in, hspace=0.3)
         if with_gain:
             ax_time, ax_gain = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
         else:
             ax_time = ax_gain = fig.subplots(1, 1)
         for i, series in enumerate(group.series):
-            xs = [run_ids.index(p.run_id) for p in series.points]
+            xs = [position[p.run_id] for p in series.points]
             meds = [p.median_us for p in series.points]
-            err = [[max(p.median_us - p.ci_low_us, 0.0) for p in series.points],
-                   [max(p.ci_high_us - p.median_us, 0.0) for p in series.points]]
-            ax_time.errorbar(xs, meds, yerr=err, marker="o", ms=4, capsize=3, color=colour_for(i),
-                             label=series.variant)
+            colour = colour_for(i)
+            if len(xs) > BAND_FROM_POINTS:
+                ax_time.fill_between(xs, [p.ci_low_us for p in series.points], [p.ci_high_us for p in series.points],
+                                     color=colour, alpha=0.25, lw=0)
+                ax_time.plot(xs, meds, color=colour, lw=1.2, label=_clip_label(series.variant))
+            else:
+                err = [[max(p.median_us - p.ci_low_us, 0.0) for p in series.points],
+                       [max(p.ci_high_us - p.median_us, 0.0) for p in series.points]]
+                ax_time.errorbar(xs, meds, yerr=err, marker="o", ms=4, capsize=3, color=colour,
+                                 label=_clip_label(series.variant))
             gains = [(x, p.speedup) for x, p in zip(xs, series.points, strict=True) if p.speedup is not None]
             if gains and with_gain:
-                ax_gain.plot([g[0] for g in gains], [g[1] for g in gains], marker="o", ms=4, color=colour_for(i),
-                             label=series.variant)
+                ax_gain.plot([g[0] for g in gains], [g[1] for g in gains], color=colour,
+                             marker="o" if len(gains) <= BAND_FROM_POINTS else None, ms=4, lw=1.2)
         ax_time.set_ylabel("median µs per call")
         _time_scale(ax_time, [p.median_us for series in group.series for p in series.points])
-        ax_time.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        ax_time.legend(fontsize=LEGEND_FONT_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         ax_time.set_title(group.title, fontsize=10, loc="left")
         if with_gain:
             ax_gain.set_ylabel("speedup vs baseline (×)")
             ax_gain.set_title("speedup over the baseline (naive, or the first variant)", fontsize=8, loc="left")
             ax_gain.axhline(1.0, color="#999999", lw=0.8, ls="--")
             ax_gain.set_ylim(bottom=0)
-        step = max(1, len(run_ids) // 12)
-        ticks = list(range(0, len(run_ids), step))
-        ax_gain.set_xticks(ticks, [_short_time(stamps[run_ids[t]]) for t in ticks], rotation=30, ha="right", fontsize=7)
+        n_runs = len(group.run_ids)
+        ticks = list(range(0, n_runs, max(1, n_runs // 12)))
+        ax_gain.set_xticks(ticks, [_short_time(group.created_utc[t]) for t in ticks], rotation=30, ha="right",
+                           fontsize=7)
         ax_gain.set_xlabel("run (oldest left)")
-        ax_gain.set_xlim(-0.5, max(len(run_ids) - 0.5, 0.5))
-        fig.tight_layout()
+        ax_gain.set_xlim(-0.5, max(n_runs - 0.5, 0.5))
         _save(fig, path)
 
 
@@ -189,13 +283,69 @@ def _short_time(created_utc: str) -> str:
     return created_utc[:16].replace("T", " ")
 
 
+TIMELINE_WIDTH_IN = 11.0
+TIMELINE_MARGINS = Margins(1.1, 0.15, 0.35, 0.55)
+TIMELINE_X_TICKS = 8
+SVG_METADATA = {"Date": None, "Creator": None}
+"""No time and no software version in the files: same input, same bytes."""
+
+
+class _TimelineFigure:
+    """The one figure a process draws every timeline on: made once, cleared of the last chart's artists.
+
+    Making a figure, its axes and their ticks is about a third of a small chart's cost in
+    matplotlib; reusing them keeps that out of the per-run price of a build. What a chart
+    leaves behind (bars, labels, lane bands) is removed before the next one is drawn, and
+    everything else (size, ticks, limits, texts) is set afresh, so a chart's bytes do not
+    depend on what was drawn before it (tests draw A, B, A and compare).
+    """
+
+    def __init__(self) -> None:
+        self.fig = Figure(figsize=(TIMELINE_WIDTH_IN, 3.0), dpi=DPI)
+        FigureCanvasAgg(self.fig)
+        self.ax = self.fig.add_subplot()
+        self.ax.xaxis.set_major_locator(MaxNLocator(nbins=TIMELINE_X_TICKS, steps=[1, 2, 2.5, 5, 10]))
+        self.ax.grid(axis="x", color="#e5e5e5", lw=0.6)
+        self.ax.set_axisbelow(True)
+        # Title and axis label as figure texts at fixed places: the axes' own title and label
+        # are positioned by measuring every tick label on each draw.
+        self.title = self.fig.text(0.0, 0.0, "", fontsize=10, ha="left", va="baseline")
+        self.xlabel = self.fig.text(0.5, 0.0, "", ha="center", va="bottom")
+
+    def reset(self, height_in: float) -> Axes:
+        """Size the figure for ``height_in`` and empty the axes of the previous chart."""
+        m, w = TIMELINE_MARGINS, TIMELINE_WIDTH_IN
+        self.fig.set_size_inches(w, height_in)
+        self.fig.subplots_adjust(left=m.left_in / w, right=1 - m.right_in / w,
+                                 top=1 - m.top_in / height_in, bottom=m.bottom_in / height_in)
+        self.title.set_position((m.left_in / w, 1 - (m.top_in - 0.12) / height_in))
+        self.xlabel.set_position(((m.left_in + (w - m.left_in - m.right_in) / 2) / w, 0.04 / height_in))
+        for artist in [*self.ax.collections, *self.ax.texts, *self.ax.patches]:
+            artist.remove()
+        return self.ax
+
+
+_TIMELINE: _TimelineFigure | None = None
+
+
+def _timeline_figure() -> _TimelineFigure:
+    global _TIMELINE
+    if _TIMELINE is None:
+        _TIMELINE = _TimelineFigure()
+    return _TIMELINE
+
+
 def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
-    """Lanes (framework, runtime, device) of one iteration, nested calls one row lower, labels where they fit."""
+    """SVG of one iteration's lanes (framework, runtime, device), nested calls one row lower, labels where they fit.
+
+    SVG (text kept as text): sharp at any zoom, a few kB, and no rasterising or PNG encoding,
+    which was most of a build's time.
+    """
     rows = _lane_rows(layout)
     n_rows = max(len(rows), 1)
-    width_in = 11.0
-    with _figure(width_in, 1.0 + 0.32 * n_rows + 0.6, Margins(1.1, 0.15, 0.35, 0.55)) as fig:
-        ax = fig.add_subplot()
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        tf = _timeline_figure()
+        ax = tf.reset(1.0 + 0.32 * n_rows + 0.6)
         row_of = {key: i for i, key in enumerate(rows)}
         _lane_bands(ax, rows)
         label_end: dict[int, float] = {}
@@ -207,7 +357,7 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
             boxes.append([(x0, y - 0.4), (x0, y + 0.4), (x1, y + 0.4), (x1, y - 0.4)])
             colours.append(LANE_COLOURS[bar.lane])
             if not bar.folded and bar.start_us >= label_end.get(y, -1.0):
-                if _label_bar(ax, bar.name, bar.start_us, bar.duration_us, y, layout.window_us, width_in):
+                if _label_bar(ax, bar.name, bar.start_us, bar.duration_us, y, layout.window_us, TIMELINE_WIDTH_IN):
                     label_end[y] = bar.start_us + bar.duration_us
         # One collection for all bars: one artist to draw instead of one per bar.
         ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="white", linewidths=0.4),
@@ -215,13 +365,14 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
         ax.set_yticks(range(len(rows)), [_row_label(lane, depth) for lane, depth in rows], fontsize=8)
         ax.set_ylim(n_rows - 0.5, -0.5)
         ax.set_xlim(0, layout.window_us)
-        ax.set_xlabel(f"time since the start of {layout.step_name or 'the trace'} (µs)")
-        ax.set_title(title, fontsize=10, loc="left")
-        ax.grid(axis="x", color="#e5e5e5", lw=0.6)
-        ax.set_axisbelow(True)
+        tf.xlabel.set_text(f"time since the start of {layout.step_name or 'the trace'} (µs)")
+        tf.title.set_text(title)
         if not layout.bars:
             ax.text(0.5, 0.5, "no events in this window", transform=ax.transAxes, ha="center", va="center")
-        _save(fig, path)
+        with warnings.catch_warnings():
+            # The viewer draws SVG text with its own fonts (CJK included): DejaVu Sans lacking a glyph is moot.
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+            tf.fig.savefig(path, format="svg", metadata=SVG_METADATA)
 
 
 def _lane_bands(ax: Axes, rows: list[tuple[LaneKind, int]]) -> None:

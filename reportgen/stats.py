@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def summarize(samples_us: tuple[float, ...] | list[float]) -> SampleSummary | No
     if not samples_us:
         return None
     a = np.asarray(samples_us, dtype=float)
-    lo, hi = _bootstrap_interval(np.median(_resample(a), axis=1))
+    lo, hi = _bootstrap_interval(_row_medians(a[_resample_indices(a.size)]))
     return SampleSummary(
         n=int(a.size),
         median_us=float(np.median(a)),
@@ -93,9 +94,9 @@ def ratio_of_medians(numerator_us: tuple[float, ...], denominator_us: tuple[floa
     den = np.asarray(denominator_us, dtype=float)
     if np.median(den) <= 0:
         return None
-    rng = np.random.default_rng(SEED)
-    num_meds = np.median(_resample(num, rng), axis=1)
-    den_meds = np.median(_resample(den, rng), axis=1)
+    num_idx, den_idx = _paired_resample_indices(num.size, den.size)
+    num_meds = _row_medians(num[num_idx])
+    den_meds = _row_medians(den[den_idx])
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = num_meds / den_meds
     ratios = ratios[np.isfinite(ratios)]
@@ -109,10 +110,36 @@ def ratio_of_medians(numerator_us: tuple[float, ...], denominator_us: tuple[floa
     )
 
 
-def _resample(a: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
-    rng = rng if rng is not None else np.random.default_rng(SEED)
-    idx = rng.integers(0, a.size, size=(BOOTSTRAP_RESAMPLES, a.size))
-    return a[idx]
+@lru_cache(maxsize=16)
+def _resample_indices(n: int) -> np.ndarray:
+    """Indices of ``BOOTSTRAP_RESAMPLES`` resamples of ``n`` values: the first draw of the fixed seed.
+
+    Cached (read-only): the draw depends only on ``n``, and a build bootstraps hundreds of
+    variants that all have the same sample count.
+    """
+    idx = np.random.default_rng(SEED).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
+    idx.setflags(write=False)
+    return idx
+
+
+@lru_cache(maxsize=16)
+def _paired_resample_indices(n_num: int, n_den: int) -> tuple[np.ndarray, np.ndarray]:
+    """Independent resample indices for a ratio's two sides: two successive draws of the fixed seed."""
+    rng = np.random.default_rng(SEED)
+    num = rng.integers(0, n_num, size=(BOOTSTRAP_RESAMPLES, n_num))
+    den = rng.integers(0, n_den, size=(BOOTSTRAP_RESAMPLES, n_den))
+    num.setflags(write=False)
+    den.setflags(write=False)
+    return num, den
+
+
+def _row_medians(m: np.ndarray) -> np.ndarray:
+    """The median of each row, equal to ``np.median(m, axis=1)``: a full sort of short rows is several times faster."""
+    ordered = np.sort(m, axis=1)
+    k = m.shape[1] // 2
+    if m.shape[1] % 2:
+        return ordered[:, k]
+    return (ordered[:, k - 1] + ordered[:, k]) / 2
 
 
 def _bootstrap_interval(estimates: np.ndarray) -> tuple[float, float]:

@@ -482,7 +482,7 @@ def test_hostile_variant_names_never_become_paths_outside_the_site(tmp_path: Pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["box"]
     names = [p.relative_to(box / "site").as_posix() for p in (box / "site").rglob("*")]
     assert all(re.fullmatch(r"[A-Za-z0-9._/-]+", n) and ".." not in n.split("/") for n in names), names
-    timelines = sorted(p.name for p in (box / "site" / "runs" / run.run_id).glob("timeline-*.png"))
+    timelines = sorted(p.name for p in (box / "site" / "runs" / run.run_id).glob("timeline-*.svg"))
     assert len(timelines) == len(HOSTILE_VARIANTS)
 
 

@@ -1,19 +1,23 @@
-"""matplotlib figures: reproducible bytes, no metadata that varies, hostile labels, real traces."""
+"""Charts: reproducible bytes, no metadata that varies, hostile labels, real traces, geometry that matches the data."""
 
 from __future__ import annotations
 
+import math
 import struct
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from conftest import SHARED_TRACES
 from factories import synthetic_run, variant
 
 from reportgen import analysis, plots
-from reportgen.analysis import LaneKind
+from reportgen.analysis import LaneKind, TimelineBar
 from reportgen.model import VariantStatus
 from reportgen.trace import events_in_window, profiler_steps, read_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
@@ -31,25 +35,97 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", ihdr[:8])
 
 
-def test_bar_chart_is_reproducible_and_carries_no_software_metadata(tmp_path: Path) -> None:
+def _svg(path: Path) -> ET.Element:
+    """Parse an SVG file (fails on anything that is not well-formed XML) and refuse active content."""
+    root = ET.fromstring(path.read_bytes())
+    assert root.tag == f"{SVG}svg"
+    tags = {el.tag.split("}")[-1] for el in root.iter()}
+    assert not tags & {"script", "foreignObject", "iframe", "a"}, tags
+    assert not [k for el in root.iter() for k in el.attrib if k.lower().startswith("on")]
+    return root
+
+
+def _texts(root: ET.Element) -> list[str]:
+    return ["".join(el.itertext()) for el in root.iter(f"{SVG}text")]
+
+
+def test_bar_chart_is_reproducible_well_formed_and_sized_by_its_rows(tmp_path: Path) -> None:
     views = analysis.run_view(synthetic_run()).variants
-    plots.bar_chart(views, tmp_path / "a.png", "rmsnorm")
-    plots.bar_chart(views, tmp_path / "b.png", "rmsnorm")
-    data = (tmp_path / "a.png").read_bytes()
-    assert data == (tmp_path / "b.png").read_bytes()
-    text_chunks = [body for kind, body in _png_chunks(data) if kind in (b"tEXt", b"iTXt", b"zTXt", b"tIME")]
-    assert not [c for c in text_chunks if c.startswith((b"Software", b"Creation"))]
-    assert _png_size(data) == (750, int((0.6 + 0.45 * 3 + 0.9) * 100))
+    plots.bar_chart(views, tmp_path / "a.svg", "rmsnorm")
+    plots.bar_chart(views, tmp_path / "b.svg", "rmsnorm")
+    assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
+    root = _svg(tmp_path / "a.svg")
+    assert (root.get("width"), root.get("height")) == ("750", str(60 + 45 * 3 + 90))
+    texts = _texts(root)
+    assert {"naive", "fused", "compiled", "rmsnorm"} <= set(texts)
+    assert [f"{v.timing.median_us:,.1f} µs" for v in views] == [t for t in texts if t.endswith(" µs")]
 
 
-def test_labels_with_dollars_and_markup_do_not_break_drawing(tmp_path: Path) -> None:
-    """'$' would start matplotlib mathtext and raise on an odd count; names from traces are literal."""
+def test_bar_lengths_and_error_bars_follow_the_medians_and_intervals() -> None:
+    views = analysis.run_view(synthetic_run(times_us={"naive": 100.0, "fused": 60.0, "compiled": 30.0})).variants
+    chart = plots.bar_layout(views, "t")
+    widths = {b.label: b.width_px for b in chart.bars}
+    assert widths["fused"] / widths["naive"] == pytest.approx(0.6, rel=1e-3)
+    assert widths["compiled"] / widths["naive"] == pytest.approx(0.3, rel=1e-3)
+    scale = widths["naive"] / views[0].timing.median_us  # px per µs
+    for b, v in zip(chart.bars, views, strict=True):
+        assert b.err_from_px == pytest.approx(chart.plot_left_px + v.timing.ci_low_us * scale, abs=0.02)
+        assert b.err_to_px == pytest.approx(chart.plot_left_px + v.timing.ci_high_us * scale, abs=0.02)
+        assert b.err_from_px <= chart.plot_left_px + b.width_px <= b.err_to_px
+        assert chart.plot_left_px + b.width_px < chart.plot_right_px
+    ys = [b.y_px for b in chart.bars]
+    assert ys == sorted(ys) and chart.plot_top_px < ys[0] and ys[-1] < chart.plot_bottom_px
+    # Every tick sits at its value on the same scale.
+    for t in chart.ticks:
+        assert float(t.label.replace(",", "")) * scale + chart.plot_left_px == pytest.approx(t.x_px, abs=0.02)
+
+
+def test_failed_variant_gets_no_bar_and_says_why() -> None:
     views = analysis.run_view(synthetic_run(variants=(
-        variant("a$b", 10.0), variant("<script>$x_$</script>|y", 5.0), variant(r"$\frac$", 2.0),
+        variant("naive", 10.0), variant("compiled", 1.0, status=VariantStatus.FAILED, error="OOM")))).variants
+    failed = plots.bar_layout(views, "t").bars[1]
+    assert (failed.width_px, failed.err_from_px, failed.value_text) == (0.0, None, "failed: no timing")
+
+
+@pytest.mark.parametrize(("top", "expected", "decimals"), [
+    (130.0, [0, 25, 50, 75, 100, 125], 0),
+    (13.0, [0, 2.5, 5, 7.5, 10, 12.5], 1),
+    (1.3e6, [0, 250000, 500000, 750000, 1000000, 1250000], 0),
+    (0.013, [0, 0.0025, 0.005, 0.0075, 0.01, 0.0125], 4),
+    (5.0, [0, 1, 2, 3, 4, 5], 0),
+    (0.0, [0], 0),
+])
+def test_nice_ticks(top: float, expected: list[float], decimals: int) -> None:
+    ticks, d = plots.nice_ticks(top)
+    assert ticks == pytest.approx(expected) and d == decimals
+    assert len(ticks) <= 7 and ticks[-1] <= top * (1 + 1e-9) + (top == 0)
+
+
+def test_nice_ticks_properties() -> None:
+    for exponent in range(-6, 9):
+        for top in (1.0, 1.7, 3.3, 7.9, 9.99):
+            value = top * 10.0**exponent
+            ticks, decimals = plots.nice_ticks(value)
+            step = ticks[1] - ticks[0]
+            mantissa = step / 10.0 ** math.floor(math.log10(step) + 1e-9)
+            assert min(abs(mantissa - m) for m in (1, 2, 2.5, 5)) < 1e-6
+            assert 2 <= len(ticks) <= 7 and ticks[-1] <= value * (1 + 1e-9)
+            labels = [f"{t:,.{decimals}f}" for t in ticks]
+            assert len(set(labels)) == len(labels), labels  # enough decimals to tell ticks apart
+
+
+def test_hostile_labels_are_text_in_the_svg(tmp_path: Path) -> None:
+    """Names come from traces and users: markup stays text, '$' is not mathtext, long names are clipped."""
+    evil = "<script>alert(1)</script>|x"
+    views = analysis.run_view(synthetic_run(variants=(
+        variant("a$b", 10.0), variant(evil, 5.0), variant(r"$\frac$ & \"q\"", 2.0), variant("x" * 80, 1.0),
         variant("failed $", 1.0, status=VariantStatus.FAILED, error="x"),
     ))).variants
-    plots.bar_chart(views, tmp_path / "bars.png", "a$^$b title")
-    assert (tmp_path / "bars.png").stat().st_size > 1000
+    plots.bar_chart(views, tmp_path / "bars.svg", "a$^$b <title>")
+    root = _svg(tmp_path / "bars.svg")
+    texts = _texts(root)
+    assert {"a$b", evil, r"$\frac$ & \"q\"", "x" * 31 + "…", "a$^$b <title>"} <= set(texts)
+    assert b"<script>" not in (tmp_path / "bars.svg").read_bytes()
 
 
 def test_history_chart_is_reproducible(tmp_path: Path) -> None:
@@ -60,6 +136,11 @@ def test_history_chart_is_reproducible(tmp_path: Path) -> None:
     plots.history_chart(group, tmp_path / "b.png")
     assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
     assert _png_size((tmp_path / "a.png").read_bytes()) == (900, 560)
+
+
+def _timeline(name: str = "aten::mul", n: int = 3) -> analysis.TimelineLayout:
+    bars = tuple(TimelineBar(LaneKind.FRAMEWORK, 0, 10.0 * i, 8.0, f"{name}{i}") for i in range(n))
+    return analysis.TimelineLayout(0.0, 10.0 * n, "ProfilerStep#3", bars, ((LaneKind.FRAMEWORK, 1),), n)
 
 
 def test_timeline_of_a_real_rocm_trace_has_runtime_and_device_lanes(tmp_path: Path) -> None:
@@ -76,12 +157,41 @@ def test_timeline_of_a_real_rocm_trace_has_runtime_and_device_lanes(tmp_path: Pa
     assert lanes[:3] == [LaneKind.FRAMEWORK, LaneKind.RUNTIME, LaneKind.DEVICE]
     assert all(0 <= b.start_us <= layout.window_us and b.start_us + b.duration_us <= layout.window_us + 1e-6
                for b in layout.bars)
-    plots.timeline_chart(layout, tmp_path / "a.png", "amd step")
-    plots.timeline_chart(layout, tmp_path / "b.png", "amd step")
-    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    plots.timeline_chart(layout, tmp_path / "a.svg", "amd step")
+    plots.timeline_chart(layout, tmp_path / "b.svg", "amd step")
+    assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
+    texts = _texts(_svg(tmp_path / "a.svg"))
+    assert {"framework ops", "runtime", "device", "amd step"} <= set(texts)
+
+
+def test_timeline_bytes_do_not_depend_on_the_chart_drawn_before(tmp_path: Path) -> None:
+    """The figure is reused across charts: what one chart leaves behind must not leak into the next."""
+    big = _timeline("aten::something_long_", 12)
+    small = _timeline("k", 2)
+    plots._TIMELINE = None  # a fresh figure, as a new worker process has
+    plots.timeline_chart(small, tmp_path / "fresh.svg", "small")
+    plots.timeline_chart(big, tmp_path / "big.svg", "big")
+    plots.timeline_chart(small, tmp_path / "after-big.svg", "small")
+    plots.timeline_chart(analysis.timeline_layout([], 0.0, 10.0), tmp_path / "empty.svg", "empty")
+    plots.timeline_chart(small, tmp_path / "after-empty.svg", "small")
+    fresh = (tmp_path / "fresh.svg").read_bytes()
+    assert (tmp_path / "after-big.svg").read_bytes() == fresh
+    assert (tmp_path / "after-empty.svg").read_bytes() == fresh
+    assert "no events in this window" not in _texts(_svg(tmp_path / "after-empty.svg"))
+
+
+def test_timeline_svg_has_no_date_or_software_and_escapes_op_names(tmp_path: Path) -> None:
+    plots.timeline_chart(_timeline("<script>alert(1)</script>&", 3), tmp_path / "t.svg", "<b>t</b>")
+    data = (tmp_path / "t.svg").read_bytes()
+    root = _svg(tmp_path / "t.svg")
+    assert b"<dc:date>" not in data and b"Matplotlib" not in data
+    assert root.get("width") == "792pt"  # 11 in at 72 pt/in: the page shows it 1,100 px wide
+    texts = _texts(root)
+    assert "<b>t</b>" in texts
+    assert any(t.startswith("<script>") for t in texts) or any(t.startswith("alert") for t in texts)
 
 
 def test_empty_timeline_still_draws(tmp_path: Path) -> None:
     layout = analysis.timeline_layout([], 0.0, 10.0)
-    plots.timeline_chart(layout, tmp_path / "empty.png", "nothing")
-    assert _png_size((tmp_path / "empty.png").read_bytes())[0] == 1100
+    plots.timeline_chart(layout, tmp_path / "empty.svg", "nothing")
+    assert "no events in this window" in _texts(_svg(tmp_path / "empty.svg"))

@@ -102,8 +102,8 @@ def test_site_layout_and_every_link_resolves(tmp_path: Path) -> None:
                                 "0 kept from earlier builds)")
     for rel in ("index.html", "index.md", ".nojekyll", "assets/style.css", "latest/index.html", "help/index.html",
                 f"runs/{RUN_A}/index.html", f"runs/{RUN_A}/report.md", f"runs/{RUN_A}/data/run.json",
-                f"runs/{RUN_A}/data/traces/naive.pt.trace.json.gz", f"runs/{RUN_A}/time-per-variant.png",
-                f"runs/{RUN_A}/timeline-compiled.png"):
+                f"runs/{RUN_A}/data/traces/naive.pt.trace.json.gz", f"runs/{RUN_A}/time-per-variant.svg",
+                f"runs/{RUN_A}/timeline-compiled.svg"):
         assert (out / rel).is_file(), rel
     assert _assert_links_resolve(out) > 40
     assert (out / f"runs/{RUN_A}/data/run.json").read_bytes() == (store / RUN_A / "run.json").read_bytes()
@@ -260,7 +260,7 @@ def test_concurrent_build_is_refused(tmp_path: Path) -> None:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(ConflictError) as err:
             site.build_site(store, out, "/")
-    assert str(err.value) == f"another reportgen build is writing {out}; wait for it to finish"
+    assert str(err.value) == f"another reportgen build or publish is using {out}; wait for it to finish"
     assert not out.exists()
 
 
@@ -291,8 +291,8 @@ def test_hostile_strings_are_inert_in_html_and_keep_markdown_tables_whole(tmp_pa
     html = (out / "runs" / RUN_A / "index.html").read_text()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;|x" in html
     assert "RuntimeError: &lt;script&gt;alert(1)&lt;/script&gt;|x\nsecond line</pre>" in html
-    images = sorted(p.name for p in (out / "runs" / RUN_A).glob("timeline-*.png"))
-    assert images == ["timeline-naive.png", f"timeline-{site.safe_component(EVIL, 60)}.png"]
+    images = sorted(p.name for p in (out / "runs" / RUN_A).glob("timeline-*.svg"))
+    assert images == ["timeline-naive.svg", f"timeline-{site.safe_component(EVIL, 60)}.svg"]
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", name) for name in images)
     for md_page in (out / "index.md", out / "runs" / RUN_A / "report.md"):
         text = md_page.read_text()
@@ -368,7 +368,7 @@ def test_failed_and_imported_variants_are_shown_as_such(tmp_path: Path) -> None:
     assert "not recorded (imported trace)" in imp
     imp_md = (out / "runs" / RUN_B / "report.md").read_text()
     assert "| trace | ok | no timing samples (imported trace) | | |  | — |" in imp_md
-    assert not (out / "runs" / RUN_B / "time-per-variant.png").exists()
+    assert not (out / "runs" / RUN_B / "time-per-variant.svg").exists()
     _assert_links_resolve(out)
 
 
@@ -401,7 +401,7 @@ def test_build_over_real_cpu_profile(real_cpu_store: Path, tmp_path: Path) -> No
             assert f"| {fmt_us(b.hotspot.self_device_us)} |" in md
             summary = analysis.variant_view(v, run.peak.bandwidth_bytes_per_s).timing
             assert summary is not None and f"<td>{fmt_us(summary.median_us)}</td>" in html
-            assert (out / "runs" / run.run_id / f"timeline-{v.name}.png").stat().st_size > 5000
+            assert (out / "runs" / run.run_id / f"timeline-{v.name}.svg").stat().st_size > 5000
 
 
 def test_fusion_evidence_shows_top_level_calls_and_nested_ops(real_cpu_store: Path, tmp_path: Path) -> None:

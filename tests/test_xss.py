@@ -159,7 +159,7 @@ def assert_tags_are_ours(rendered: str) -> None:
         for url in [v or "" for a, v in attrs if a in ("href", "src")]:
             assert not re.match(r"(?i)\s*(javascript|data|vbscript):", url) and "127.0.0.1" not in url, url
             if tag == "img":
-                assert re.fullmatch(r"[A-Za-z0-9._/-]+\.png", url), url
+                assert re.fullmatch(r"[A-Za-z0-9._/-]+\.(png|svg)", url), url
 
 
 def test_run_report_markdown_is_inert(evil_site: tuple[Path, Path, str]) -> None:

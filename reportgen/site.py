@@ -30,16 +30,15 @@ import os
 import shutil
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from reportgen import __version__, analysis, plots
+from reportgen import __version__, analysis
 from reportgen.bundle import (
     RUN_FILE,
     is_valid_run_id,
@@ -67,6 +66,7 @@ DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
 HELP_DOC = DOCS_DIR / "reading-a-report.md"
 _RENDERER_SOURCES = ("analysis.py", "plots.py", "render.py", "site.py")
 E = TypeVar("E", bound=Enum)
+T = TypeVar("T")
 
 
 class PageOrigin(str, Enum):
@@ -461,54 +461,101 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
         else:
             links.append((p.page_source, dest))
             done.append(p.known)
-    with _linking(links) as links_done:
-        if render_workers(len(tasks), jobs) > 1:
-            links_done()  # no fork while a thread runs
-        rendered = render_run_pages(tasks, jobs)
-        done += [r.site_run for r in rendered]
-        runs = sorted(done, key=lambda r: (r.digest.created_utc, r.digest.run_id))
-        latest = None
-        if runs:
-            newest = runs[-1].entry.run_id
-            fresh = next((r.run for r in rendered if r.site_run.entry.run_id == newest), None)
-            latest = fresh or _load_latest(next(p for p in plan.runs if p.run_id == newest), old_site)
-        pages = sum(r.pages for r in rendered)
-        pages += _write_index([r.digest for r in runs], latest, root, base_url)
-        _write_static(root)
-        _write_manifest(runs, root, base_url)
+    with _in_background(_link_trees, links) as links_done:
+        from reportgen import plots  # noqa: F401  matplotlib, once, after the linker's fork and before the workers'
+
+        if tasks and jobs > 1 and render_workers(len(tasks), jobs) == 1:
+            # A few new pages (adding runs to a site): a child writes them while this process writes the index.
+            with _in_background(_write_pages, tasks) as pages_done:
+                rendered = [_render_task(t, write=False) for t in tasks]
+                pages = _write_lists(done, rendered, plan, root, base_url, old_site)
+                pages_done()
+        else:
+            rendered = render_run_pages(tasks, jobs)
+            pages = _write_lists(done, rendered, plan, root, base_url, old_site)
         links_done()
     return pages
 
 
+def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], plan: SitePlan, root: Path, base_url: str,
+                 old_site: Path) -> int:
+    """What lists every run: the index (with the newest run's summary), history charts, assets, the manifest."""
+    runs = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.digest.created_utc, r.digest.run_id))
+    latest = None
+    if runs:
+        newest = runs[-1].entry.run_id
+        fresh = next((r.run for r in rendered if r.site_run.entry.run_id == newest), None)
+        latest = fresh or _load_latest(next(p for p in plan.runs if p.run_id == newest), old_site)
+    pages = sum(r.pages for r in rendered)
+    pages += _write_index([r.digest for r in runs], latest, root, base_url)
+    _write_static(root)
+    _write_manifest(runs, root, base_url)
+    return pages
+
+
 @contextlib.contextmanager
-def _linking(pairs: list[tuple[Path, Path]]) -> Iterator[Callable[[], None]]:
-    """Recreate unchanged run folders on a thread while this one renders; yields ``wait`` (joins, re-raises).
+def _in_background(target: Callable[[list[T]], None], items: list[T]) -> Iterator[Callable[[], None]]:
+    """Run ``target(items)`` in a forked child while this process goes on; yields ``wait`` (joins, re-raises).
 
-    Linking ten thousand files is system-call time (about 0.5 s at 1,000 runs here), which a
-    second thread overlaps with the rendering. The thread is always joined before the caller
-    goes on, so a failed build never deletes its folder under a running thread.
+    Used for the file-system work of adding runs to a large site: recreating the unchanged run
+    folders (ten thousand links at 1,000 runs, about 0.5 s here; a thread would wait for the
+    interpreter lock after every call) and writing a few new pages while this process writes
+    the index. The child dies with this process and is finished or killed before the caller
+    goes on, so a failed build never deletes its folder under a running child. Off Linux, or
+    with nothing to do, ``target`` runs here, at once.
     """
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            for src, dst in pairs:
-                _link_tree(src, dst)
-        except BaseException as exc:  # re-raised in the building thread by wait()
-            errors.append(exc)
-
-    thread = threading.Thread(target=work, name="reportgen-link", daemon=True)
-    thread.start()
+    if not items or sys.platform != "linux":
+        target(items)
+        yield lambda: None
+        return
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child_main, args=(target, items, send, os.getpid()), daemon=True)
+    child.start()
+    send.close()
 
     def wait() -> None:
-        thread.join()
-        if errors:
-            raise errors[0]
+        child.join()
+        if child.exitcode == 0:
+            return
+        try:
+            error = receive.recv() if receive.poll() else None
+        except (EOFError, OSError):  # died without a word (killed, or exited from C)
+            error = None
+        if isinstance(error, BaseException):
+            raise error
+        raise SiteError(f"{items[0]}: a build process died (exit {child.exitcode}); the site was not changed")
 
     try:
         yield wait
     finally:
-        thread.join()
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()
+
+
+def _child_main(target: Callable[[list[T]], None], items: list[T], send: Any, parent_pid: int) -> None:
+    """A background child: run ``target``, exit 0; on an error, send it to the parent and exit 1."""
+    _worker_init(parent_pid)
+    try:
+        target(items)
+    except Exception as exc:
+        try:
+            send.send(exc)
+        finally:
+            os._exit(1)
+    os._exit(0)
+
+
+def _link_trees(pairs: list[tuple[Path, Path]]) -> None:
+    for src, dst in pairs:
+        _link_tree(src, dst)
+
+
+def _write_pages(tasks: list[RunPageTask]) -> None:
+    for task in tasks:
+        _render_task(task)
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -530,6 +577,8 @@ def _link_tree(src: Path, dst: Path) -> None:
 # Run pages, in parallel
 
 
+PAGES_PER_RUN = 2
+"""A run's folder holds two pages: index.html and report.md."""
 MIN_PAGES_PER_WORKER = 4
 """Fewer pages than this per worker are rendered in the build process itself."""
 _PR_SET_PDEATHSIG = 1
@@ -595,12 +644,13 @@ def _worker_init(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _render_task(task: RunPageTask) -> RenderedPage:
-    """Worker entry point: load one bundle, render its page, and return what the index needs of it."""
+def _render_task(task: RunPageTask, write: bool = True) -> RenderedPage:
+    """Worker entry point: load one bundle, render its page (unless ``write`` is False), and return what the
+    index needs of it."""
     run = load_run(task.bundle)
     entry = ManifestEntry(run.run_id, _sha256(task.bundle / RUN_FILE), task.renderer_version)
     view = analysis.run_view(run)
-    pages = write_run_page(run, task.bundle, task.dest, view)
+    pages = write_run_page(run, task.bundle, task.dest, view) if write else PAGES_PER_RUN
     return RenderedPage(run, SiteRun(entry, analysis.digest(run, view), PageOrigin.RENDERED), pages)
 
 
@@ -613,7 +663,7 @@ def write_run_page(run: Run, bundle: Path, dest: Path, view: analysis.RunView | 
     context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../"}
     (dest / "index.html").write_text(render_html("run.html", **context), encoding="utf-8")
     (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
-    return 2
+    return PAGES_PER_RUN
 
 
 @dataclass(frozen=True)
@@ -627,6 +677,8 @@ class RunImages:
 
 def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
+    from reportgen import plots
+
     bars = None
     if view.has_samples:
         bars = "time-per-variant.svg"
@@ -700,6 +752,8 @@ def _copy_member(bundle: Path, rel: str, data: Path) -> str:
 
 def _write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root: Path, base_url: str) -> int:
     """index.html, index.md, history charts and the latest/ redirect."""
+    from reportgen import plots
+
     groups = analysis.history(digests)
     history_dir = root / "history"
     history_dir.mkdir()

@@ -167,3 +167,67 @@ def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> No
     chart = plots.bar_layout(views, "long names")
     assert [b.label for b in chart.bars] == ["v" * 31 + "…", "fused"]
     assert chart.plot_left_px < chart.plot_right_px / 2  # the clipped label leaves the bars room
+
+
+def _three_then_one(tmp_path: Path, out: Path, jobs: int) -> site.BuildResult:
+    """A site of three runs, then a fourth run added: the case of adding runs to a published site."""
+    store = tmp_path / f"results-{out.name}"
+    for i in range(3):
+        write_synthetic(store, _run(i))  # type: ignore[arg-type]
+    site.build_site(store, out, "/", jobs=1)
+    write_synthetic(store, _run(3))  # type: ignore[arg-type]
+    return site.build_site(store, out, "/", jobs=jobs)
+
+
+def test_adding_a_run_beside_the_index_writes_the_same_bytes_as_a_serial_build(tmp_path: Path) -> None:
+    """jobs > 1 and few new pages: a child writes them (and another links the old ones) while the index is written."""
+    child = _three_then_one(tmp_path, tmp_path / "child", jobs=2)
+    serial = _three_then_one(tmp_path, tmp_path / "serial", jobs=1)
+    assert (child.rendered, child.reused, child.pages_written) == (serial.rendered, serial.reused,
+                                                                  serial.pages_written) == (1, 3, 6)
+    assert _hashes(tmp_path / "child") == _hashes(tmp_path / "serial")
+
+
+def _page_fails(run: object, bundle: Path, dest: Path, view: object = None) -> int:
+    raise SiteError(f"{dest.name}: page broken on purpose")
+
+
+def _link_fails(src: Path, dst: Path) -> None:
+    raise OSError(28, "No space left on device", str(dst))
+
+
+@pytest.mark.parametrize(("name", "fake", "error", "message"), [
+    ("write_run_page", _page_fails, SiteError, "20261204T000000Z-cpu-scale-003: page broken on purpose"),
+    ("_link_tree", _link_fails, OSError, "No space left on device"),
+])
+def test_a_failing_background_child_fails_the_build_and_leaves_the_old_site(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fake: object, error: type[Exception],
+        message: str) -> None:
+    store, out = tmp_path / "results", tmp_path / "site"
+    for i in range(3):
+        write_synthetic(store, _run(i))  # type: ignore[arg-type]
+    site.build_site(store, out, "/", jobs=1)
+    before = _hashes(out)
+    write_synthetic(store, _run(3))  # type: ignore[arg-type]
+    monkeypatch.setattr(site, name, fake)  # the forked child inherits the fake
+    with pytest.raises(error, match=message):
+        site.build_site(store, out, "/", jobs=2)
+    assert _hashes(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site-")] == []
+
+
+def _die(items: list[int]) -> None:
+    os._exit(3)
+
+
+def _sleep_forever(items: list[int]) -> None:
+    import time
+
+    time.sleep(60)
+
+
+def test_a_child_that_dies_without_a_word_is_an_error_and_one_left_running_is_killed() -> None:
+    with pytest.raises(SiteError, match=r"a build process died \(exit 3\)"), site._in_background(_die, [1]) as wait:
+        wait()
+    with pytest.raises(RuntimeError, match="caller failed"), site._in_background(_sleep_forever, [1]):
+        raise RuntimeError("caller failed")  # leaving the block kills the child instead of waiting a minute

@@ -145,21 +145,38 @@ def site_weight(site: Path, run_id: str) -> dict[str, int]:
     }
 
 
-def bench(n: int, work: Path, add_one: bool) -> dict[str, object]:
-    """Cold build of ``n`` runs; then (if asked) add one run and build again; and the site's weight."""
+def reference_s() -> float:
+    """Seconds for a fixed pure-Python loop: how fast this machine runs right now (shared VMs vary by 1.5x)."""
+    t0 = time.perf_counter()
+    sum(i * i for i in range(3_000_000))
+    return round(time.perf_counter() - t0, 3)
+
+
+def bench(n: int, work: Path, add_one: int, cold_repeat: int) -> dict[str, object]:
+    """Cold builds of ``n`` runs; then ``add_one`` builds that each add one run; and the site's weight."""
     store, out = work / f"store-{n}", work / f"site-{n}"
     t0 = time.perf_counter()
     make_store(store, 0, n)
     result: dict[str, object] = {"runs": n, "store_written_s": round(time.perf_counter() - t0, 1),
-                                 "load_average_1min_before": round(os.getloadavg()[0], 2)}
-    result["cold"] = timed_build(store, out)
-    if add_one:
-        make_store(store, n, 1)
-        result["add_one"] = timed_build(store, out)
-        result["weight"] = site_weight(out, _stamp(n)[0])
-    else:
-        result["weight"] = site_weight(out, _stamp(n - 1)[0])
+                                 "load_average_1min_before": round(os.getloadavg()[0], 2),
+                                 "reference_s_before": reference_s()}
+    colds = []
+    for _ in range(cold_repeat):
+        shutil.rmtree(out, ignore_errors=True)
+        colds.append(timed_build(store, out))
+    result["cold"] = sorted(colds, key=lambda c: c["wall_s"])[len(colds) // 2]  # the median build
+    result["cold_wall_s_all"] = [c["wall_s"] for c in colds]
+    adds = []
+    for k in range(add_one):
+        make_store(store, n + k, 1)
+        adds.append(timed_build(store, out))
+    if adds:
+        result["add_one"] = sorted(adds, key=lambda a: a["wall_s"])[len(adds) // 2]
+        result["add_one_wall_s_all"] = [a["wall_s"] for a in adds]
+        result["add_one_all_rendered_only_the_new_run"] = all("(1 rendered," in a["summary"] for a in adds)
+    result["weight"] = site_weight(out, _stamp(n + add_one - 1)[0])
     result["load_average_1min_after"] = round(os.getloadavg()[0], 2)
+    result["reference_s_after"] = reference_s()
     return result
 
 
@@ -169,15 +186,18 @@ def verdicts(results: list[dict[str, Any]]) -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     if 1000 in by_n:
         cold = by_n[1000]["cold"]
-        out["cold_build_1000_s"] = {"figure": cold["wall_s"], "target": TARGETS["cold_build_1000_s"],
+        out["cold_build_1000_s"] = {"figure": f"{cold['wall_s']} (median of {len(by_n[1000]['cold_wall_s_all'])})",
+                                    "target": TARGETS["cold_build_1000_s"],
                                     "met": cold["wall_s"] < 60}
         out["cold_build_1000_peak_rss"] = {"figure": f"{cold['peak_tree_rss_mib']} MiB (whole process tree)",
                                            "target": TARGETS["cold_build_1000_peak_rss"],
                                            "met": cold["peak_tree_rss_mib"] < 1024}
         if "add_one" in by_n[1000]:
             add = by_n[1000]["add_one"]
-            out["add_one_run_to_1000_s"] = {"figure": add["wall_s"], "target": TARGETS["add_one_run_to_1000_s"],
-                                            "met": add["wall_s"] < 2 and "(1 rendered," in add["summary"]}
+            out["add_one_run_to_1000_s"] = {
+                "figure": f"{add['wall_s']} (median of {len(by_n[1000]['add_one_wall_s_all'])} builds)",
+                "target": TARGETS["add_one_run_to_1000_s"],
+                "met": add["wall_s"] < 2 and by_n[1000]["add_one_all_rendered_only_the_new_run"]}
     return out
 
 
@@ -185,13 +205,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[1, 100, 1000])
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--cold-repeat", type=int, default=1, help="cold builds of each size (the median is kept)")
+    parser.add_argument("--add-repeat", type=int, default=5,
+                        help="builds adding one run each to the largest site (the median is kept)")
     parser.add_argument("--keep", action="store_true", help="keep the stores and sites (printed)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-site-"))
     results = []
     try:
         for n in args.runs:
-            r = bench(n, work, add_one=n == max(args.runs))
+            r = bench(n, work, add_one=args.add_repeat if n == max(args.runs) else 0, cold_repeat=args.cold_repeat)
             print(json.dumps(r), flush=True)
             results.append(r)
     finally:

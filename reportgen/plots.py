@@ -307,6 +307,11 @@ class _TimelineFigure:
         self.ax.xaxis.set_major_locator(MaxNLocator(nbins=TIMELINE_X_TICKS, steps=[1, 2, 2.5, 5, 10]))
         self.ax.grid(axis="x", color="#e5e5e5", lw=0.6)
         self.ax.set_axisbelow(True)
+        # No tick marks (the grid and the lane bands show the positions), and fixed places for the
+        # axes' own (empty) labels: matplotlib would otherwise measure every tick label to place them.
+        self.ax.tick_params(axis="both", bottom=False, left=False)
+        self.ax.xaxis.set_label_coords(0.5, 0.0)
+        self.ax.yaxis.set_label_coords(0.0, 0.5)
         # Title and axis label as figure texts at fixed places: the axes' own title and label
         # are positioned by measuring every tick label on each draw.
         self.title = self.fig.text(0.0, 0.0, "", fontsize=10, ha="left", va="baseline")

@@ -284,7 +284,7 @@ def _short_time(created_utc: str) -> str:
 
 
 TIMELINE_WIDTH_IN = 11.0
-TIMELINE_MARGINS = Margins(1.1, 0.15, 0.35, 0.55)
+TIMELINE_MARGINS = Margins(1.1, 0.45, 0.35, 0.55)  # right: half a time label past the last grid line
 TIMELINE_X_TICKS = 8
 SVG_METADATA = {"Date": None, "Creator": None}
 """No time and no software version in the files: same input, same bytes."""

@@ -447,8 +447,9 @@ def _sha256(path: Path) -> str:
 def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: int = 1) -> int:
     """Write the whole site under ``root``; returns the number of HTML and Markdown pages written.
 
-    Order: old pages linked, new pages rendered (in parallel), then what lists every run: the
-    index, the history charts and the manifest.
+    Unchanged run folders are linked from the old site by a child process throughout. New pages
+    are rendered by worker processes (many), by a child beside the index (a few, with ``jobs`` > 1)
+    or here; then what lists every run: the index, the history charts and the manifest.
     """
     (root / RUNS_DIR).mkdir()
     tasks: list[RunPageTask] = []

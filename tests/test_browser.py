@@ -94,7 +94,22 @@ def crawled(real_cpu_store: Path, tmp_path_factory: pytest.TempPathFactory) -> C
                            for link in page.links if is_internal(link.url, base)})
         status = {url: http_status(url) for url in internal}
         served = tuple(server.served)
+    _write_crawl_summary(pages, status, base)
     return Crawled(site, base, pages, status, served, runs[-1][0])
+
+
+def _write_crawl_summary(pages: dict[str, PageReport], status: dict[str, int], base: str) -> None:
+    """test-artifacts/crawl.json: what the crawl covered, for the record (the tests below do the asserting)."""
+    summary = {
+        "pages": sorted(url[len(base):] or "/" for url in pages),
+        "page_count": len(pages),
+        "images": sum(len(p.images) for p in pages.values()),
+        "images_svg": sum(1 for p in pages.values() for i in p.images if i.src.endswith(".svg")),
+        "internal_links_checked": len(status),
+        "problems": [problem for p in pages.values() for problem in p.problems()],
+    }
+    SCREENSHOTS.parent.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS.parent / "crawl.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
 def _page_file(url: str, base_url: str) -> str:

@@ -261,7 +261,7 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
             ax_gain.set_ylim(bottom=0)
         n_runs = len(group.run_ids)
         ticks = list(range(0, n_runs, max(1, n_runs // 12)))
-        ax_gain.set_xticks(ticks, [_short_time(group.created_utc[t]) for t in ticks], rotation=30, ha="right",
+        ax_gain.set_xticks(ticks, _tick_times([group.created_utc[t] for t in ticks]), rotation=30, ha="right",
                            fontsize=7)
         ax_gain.set_xlabel("run (oldest left)")
         ax_gain.set_xlim(-0.5, max(n_runs - 0.5, 0.5))
@@ -281,6 +281,14 @@ def _time_scale(ax: Axes, medians_us: list[float]) -> None:
 def _short_time(created_utc: str) -> str:
     """``2026-11-30T04:55:00Z`` -> ``2026-11-30 04:55`` for a tick label."""
     return created_utc[:16].replace("T", " ")
+
+
+def _tick_times(created_utc: list[str]) -> list[str]:
+    """Tick labels to the minute, or to the second where two ticks would read the same."""
+    minutes = [_short_time(t) for t in created_utc]
+    if len(set(minutes)) == len(minutes):
+        return minutes
+    return [t[:19].replace("T", " ") for t in created_utc]
 
 
 TIMELINE_WIDTH_IN = 11.0

@@ -195,3 +195,9 @@ def test_empty_timeline_still_draws(tmp_path: Path) -> None:
     layout = analysis.timeline_layout([], 0.0, 10.0)
     plots.timeline_chart(layout, tmp_path / "empty.svg", "nothing")
     assert "no events in this window" in _texts(_svg(tmp_path / "empty.svg"))
+
+
+def test_history_ticks_show_seconds_only_when_minutes_collide() -> None:
+    assert plots._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:56:00Z"]) == ["2026-11-30 07:55", "2026-11-30 07:56"]
+    assert plots._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:55:42Z"]) == ["2026-11-30 07:55:01",
+                                                                                    "2026-11-30 07:55:42"]

@@ -7,6 +7,7 @@ evidence of fusion, the history series across runs, and the lane layout of a tim
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -127,7 +128,11 @@ class Roofline:
 
 def roofline(bytes_per_call: int, median_us: float | None, peak_bytes_per_s: float | None) -> Roofline:
     """Bandwidth achieved = bytes per call / median per-call time; fraction = achieved / peak."""
-    achieved = bytes_per_call / (median_us * 1e-6) if bytes_per_call > 0 and median_us else None
+    seconds = median_us * 1e-6 if median_us else 0.0
+    # seconds == 0 also for a subnormal median, whose product underflows: no meaningful bandwidth then.
+    achieved = bytes_per_call / seconds if bytes_per_call > 0 and seconds > 0 else None
+    if achieved is not None and not math.isfinite(achieved):
+        achieved = None
     usable_peak = peak_bytes_per_s if peak_bytes_per_s and peak_bytes_per_s > 0 else None
     fraction = achieved / usable_peak if achieved is not None and usable_peak else None
     floor = bytes_per_call / usable_peak * 1e6 if usable_peak and bytes_per_call > 0 else None

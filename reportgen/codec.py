@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import types
 import typing
 from enum import Enum
@@ -20,6 +21,7 @@ from reportgen.errors import BundleError
 T = TypeVar("T")
 
 _NON_NEGATIVE_SUFFIXES = ("_us", "_bytes", "_count", "_per_s")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -130,6 +132,9 @@ def _decode_scalar(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
             raise ctx.fail(where, f"expected a string, got {_show(value)}")
         if "\x00" in value:
             raise ctx.fail(where, "contains a NUL character")
+        if _SURROGATE.search(value):
+            raise ctx.fail(where, "contains a lone surrogate (a \\ud800-\\udfff escape), which is not text; "
+                                  "write the character itself or remove it")
         return value
     raise TypeError(f"unsupported field type {tp!r} at {where}")
 

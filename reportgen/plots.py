@@ -10,6 +10,8 @@ than the rest of a run page together.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -78,6 +80,17 @@ def _clip_label(text: str, max_chars: int = MAX_LABEL_CHARS) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def svg_text(text: str) -> str:
+    """``text`` with what XML 1.0 forbids (C0 controls but tab and newlines, lone surrogates, U+FFFE/F) as U+FFFD.
+
+    Names come from traces and users; one ESC character would make the whole SVG unreadable.
+    """
+    return _NOT_XML.sub("\ufffd", text)
+
+
 def _save(fig: Figure, path: Path) -> None:
     """Write ``fig`` as a 256-colour PNG with no software/time metadata (reproducible bytes).
 
@@ -140,8 +153,12 @@ class BarChartLayout:
 
 
 def text_width_px(text: str, font_px: float) -> float:
-    """An estimate of ``text``'s drawn width: the viewer's font lays SVG text out, not ours."""
-    return len(text) * font_px * CHAR_WIDTH_EM
+    """An estimate of ``text``'s drawn width: the viewer's font lays SVG text out, not ours.
+
+    East Asian wide and full-width characters take about a whole em; others about CHAR_WIDTH_EM.
+    """
+    wide = sum(1 for c in text if unicodedata.east_asian_width(c) in ("W", "F"))
+    return ((len(text) - wide) * CHAR_WIDTH_EM + wide) * font_px
 
 
 def nice_ticks(top: float, max_ticks: int = 7) -> tuple[list[float], int]:
@@ -149,6 +166,8 @@ def nice_ticks(top: float, max_ticks: int = 7) -> tuple[list[float], int]:
     if not math.isfinite(top) or top <= 0:
         return [0.0], 0
     raw = top / max(max_ticks - 1, 1)
+    if raw < 1e-12:  # below an attosecond: one tick at zero (and no logarithm of an underflow)
+        return [0.0], 0
     exponent = math.floor(math.log10(raw))
     mantissa = next(m for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * 10.0**exponent >= raw * (1 - 1e-12))
     if mantissa == 10.0:
@@ -161,7 +180,7 @@ def nice_ticks(top: float, max_ticks: int = 7) -> tuple[list[float], int]:
 
 def bar_layout(variants: Sequence[VariantView], title: str) -> BarChartLayout:
     """Median time per call per variant as horizontal bars, with the 95 % bootstrap interval as error bars."""
-    labels = [_clip_label(v.name) for v in variants]
+    labels = [svg_text(_clip_label(v.name)) for v in variants]
     row_px = 45.0
     height_px = int(round(60 + row_px * max(len(variants), 1) + 90))
     left = 20.0 + max((text_width_px(label, BAR_FONT_PX) for label in labels), default=0.0)
@@ -186,7 +205,7 @@ def bar_layout(variants: Sequence[VariantView], title: str) -> BarChartLayout:
         bars.append(SvgBar(label, colour_for(i), _px(y), _px(band * 0.8), _px(medians[i] * scale),
                            _px_or_none(err_from), _px_or_none(err_to), text, _px(end + 6)))
     return BarChartLayout(
-        title=title,
+        title=svg_text(title),
         caption="median time per call (µs); error bars: 95 % bootstrap CI of the median",
         width_px=BAR_WIDTH_PX, height_px=height_px, plot_left_px=_px(left), plot_right_px=_px(right),
         plot_top_px=top_px, plot_bottom_px=_px(bottom),
@@ -378,8 +397,8 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
         _time_axis(tf, layout.window_us)
         for y, (lane, depth) in enumerate(rows):
             ax.text(0, y, _row_label(lane, depth), transform=tf.y_labels, ha="right", va="center", fontsize=8)
-        tf.xlabel.set_text(f"time since the start of {layout.step_name or 'the trace'} (µs)")
-        tf.title.set_text(title)
+        tf.xlabel.set_text(svg_text(f"time since the start of {layout.step_name or 'the trace'} (µs)"))
+        tf.title.set_text(svg_text(title))
         if not layout.bars:
             ax.text(0.5, 0.5, "no events in this window", transform=ax.transAxes, ha="center", va="center")
         with warnings.catch_warnings():
@@ -430,6 +449,6 @@ def _label_bar(ax: Axes, name: str, start_us: float, duration_us: float, y: int,
         text = short[: max_chars - 1] + "…"
     else:
         return False
-    ax.text(start_us + duration_us / 2, y, text, ha="center", va="center", fontsize=6.5, color="white",
+    ax.text(start_us + duration_us / 2, y, svg_text(text), ha="center", va="center", fontsize=6.5, color="white",
             clip_on=True)
     return True

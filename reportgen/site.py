@@ -27,6 +27,7 @@ import json
 import math
 import multiprocessing
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -52,7 +53,7 @@ from reportgen.bundle import (
     slug,
 )
 from reportgen.codec import from_jsonable, to_jsonable
-from reportgen.errors import BundleError, ConflictError, SiteError, UsageError
+from reportgen.errors import BundleError, ConflictError, ReportgenError, SiteError, UsageError
 from reportgen.model import DeviceKind, Run, RunSource, VariantStatus
 from reportgen.render import TEMPLATES_DIR, markdown_to_html, render_html, render_md
 
@@ -516,16 +517,18 @@ def _in_background(target: Callable[[list[T]], None], items: list[T]) -> Iterato
     send.close()
 
     def wait() -> None:
-        child.join()
-        if child.exitcode == 0:
-            return
+        # Read before joining: a child blocked writing its error into a full pipe would never exit.
         try:
-            error = receive.recv() if receive.poll() else None
-        except (EOFError, OSError):  # died without a word (killed, or exited from C)
+            error = receive.recv()
+        except (EOFError, OSError):  # exited without a word: success, or killed
             error = None
+        except Exception as exc:  # noqa: BLE001  an error that does not unpickle: keep its text
+            error = SiteError(f"a build process failed: {type(exc).__name__}: {str(exc)[:300]}")
+        child.join()
         if isinstance(error, BaseException):
             raise error
-        raise SiteError(f"{items[0]}: a build process died (exit {child.exitcode}); the site was not changed")
+        if child.exitcode != 0:
+            raise SiteError(f"{items[0]}: a build process died (exit {child.exitcode}); the site was not changed")
 
     try:
         yield wait
@@ -536,17 +539,37 @@ def _in_background(target: Callable[[list[T]], None], items: list[T]) -> Iterato
         receive.close()
 
 
+MAX_CHILD_ERROR_BYTES = 16384
+"""A child's error larger than this once pickled is sent as its type and the start of its text."""
+
+
 def _child_main(target: Callable[[list[T]], None], items: list[T], send: Any, parent_pid: int) -> None:
-    """A background child: run ``target``, exit 0; on an error, send it to the parent and exit 1."""
+    """A background child: run ``target``, exit 0; on an error, send it (bounded) to the parent and exit 1."""
     _worker_init(parent_pid)
     try:
         target(items)
     except Exception as exc:
         try:
-            send.send(exc)
+            send.send(_bounded_error(exc))
         finally:
             os._exit(1)
     os._exit(0)
+
+
+def _bounded_error(exc: Exception) -> Exception:
+    """``exc`` itself when it pickles small and whole; else a SiteError with its type and the start of its text.
+
+    Some errors carry whole documents (a UnicodeEncodeError holds the page it failed to encode).
+    """
+    try:
+        if len(pickle.dumps(exc)) <= MAX_CHILD_ERROR_BYTES and type(pickle.loads(pickle.dumps(exc))) is type(exc):
+            return exc
+    except Exception:  # noqa: BLE001  unpicklable: fall through to the text
+        pass
+    text = str(exc)
+    if isinstance(exc, ReportgenError):
+        return type(exc)(text[:2000])
+    return SiteError(f"{type(exc).__name__}: {text[:300]}")
 
 
 def _link_trees(pairs: list[tuple[Path, Path]]) -> None:

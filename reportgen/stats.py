@@ -110,7 +110,7 @@ def ratio_of_medians(numerator_us: tuple[float, ...], denominator_us: tuple[floa
     )
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)
 def _resample_indices(n: int) -> np.ndarray:
     """Indices of ``BOOTSTRAP_RESAMPLES`` resamples of ``n`` values: the first draw of the fixed seed.
 
@@ -122,7 +122,7 @@ def _resample_indices(n: int) -> np.ndarray:
     return idx
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)
 def _paired_resample_indices(n_num: int, n_den: int) -> tuple[np.ndarray, np.ndarray]:
     """Independent resample indices for a ratio's two sides: two successive draws of the fixed seed."""
     rng = np.random.default_rng(SEED)
@@ -140,9 +140,10 @@ def _row_medians(m: np.ndarray) -> np.ndarray:
     """
     m.sort(axis=1)
     k = m.shape[1] // 2
+    # + 0.0 turns -0.0 into 0.0, as np.median's mean of the middle values does.
     if m.shape[1] % 2:
-        return m[:, k]
-    return (m[:, k - 1] + m[:, k]) / 2
+        return m[:, k] + 0.0
+    return (m[:, k - 1] + m[:, k]) / 2 + 0.0
 
 
 def _bootstrap_interval(estimates: np.ndarray) -> tuple[float, float]:

@@ -46,6 +46,8 @@ MAX_ELEMENT_CHARS = 64 * 1024 * 1024
 """Largest single JSON value (one event, or one top-level key's value) accepted."""
 
 STEP_NAME_RE = re.compile(r"ProfilerStep#\d+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Lone surrogates (from \\ud800-style escapes) are not text: replaced like NUL."""
 TRACE_FILE_SUFFIXES = (".json.gz", ".json")
 
 
@@ -444,8 +446,8 @@ class _EventBuilder:
             s = None
         if s is None:
             s = value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) else ""
-            if "\x00" in s:
-                s = s.replace("\x00", "\ufffd")
+            if "\x00" in s or _SURROGATE.search(s):  # not text: cannot be written as UTF-8 or stored
+                s = _SURROGATE.sub("\ufffd", s.replace("\x00", "\ufffd"))
             try:
                 self.strings[value] = s
             except TypeError:

@@ -327,6 +327,9 @@ CASES: dict[str, Case] = {
                                        _B + ": JSON nested too deeply; this is not a run.json"),
     "bundle: NUL in a label": Case(lambda c: _bundle(c, _set("label", "a\x00b")), ExitCode.BAD_INPUT,
                                    _B + ": field 'label': contains a NUL character"),
+    "bundle: lone surrogate in a label": Case(lambda c: _bundle(c, _set("label", "a\ud800b")), ExitCode.BAD_INPUT,
+                                              _B + ": field 'label': contains a lone surrogate (a \\ud800-\\udfff "
+                                              "escape), which is not text; write the character itself or remove it"),
     "bundle: unknown device": Case(lambda c: _bundle(c, _set("device", "tpu")), ExitCode.BAD_INPUT,
                                    _B + ": field 'device': expected one of ['cpu', 'cuda', 'rocm', 'neuron', 'unknown'], "
                                    "got 'tpu'"),
@@ -571,4 +574,24 @@ def test_a_symlink_in_an_imported_folder_cannot_pull_in_a_file_from_elsewhere(tm
     assert [v.name for v in run.variants] == ["real"]
     assert "skipped symbolic links in the folder: leak.json" in run.notes
     assert not [p for p in store.rglob("*") if p.is_file() and b"secret_op" in p.read_bytes()]
+    capsys.readouterr()
+
+
+def test_trace_op_names_with_lone_surrogates_or_controls_import_and_build(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A \\ud800 escape is valid JSON but not text, and an ESC is text but not XML: the run imports, stores and
+    builds, the names keep a visible U+FFFD, and every chart is well-formed SVG."""
+    import xml.etree.ElementTree as ET
+
+    trace = write_trace(tmp_path / "t.json", chrome_trace(ops=("aten::a\ud800b", "aten::c\x1bd" * 6)))
+    store, site_dir = tmp_path / "store", tmp_path / "site"
+    assert main(["import", str(trace), "--store", str(store)]) == 0
+    (run,) = load_store(store)
+    names = {op.name for v in run.variants for op in v.ops}
+    assert "aten::a\ufffdb" in names and "aten::c\x1bd" * 6 in names
+    assert main(["build", "--runs", str(store), "--out", str(site_dir)]) == 0
+    charts = sorted((site_dir / "runs" / run.run_id).glob("*.svg"))
+    assert charts
+    for chart in charts:
+        ET.fromstring(chart.read_bytes())
     capsys.readouterr()

@@ -201,3 +201,27 @@ def test_history_ticks_show_seconds_only_when_minutes_collide() -> None:
     assert plots._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:56:00Z"]) == ["2026-11-30 07:55", "2026-11-30 07:56"]
     assert plots._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:55:42Z"]) == ["2026-11-30 07:55:01",
                                                                                     "2026-11-30 07:55:42"]
+
+
+def test_control_characters_and_surrogates_never_make_an_svg_unreadable(tmp_path: Path) -> None:
+    """XML 1.0 forbids most C0 controls: one ESC in a name from a trace would break the whole image."""
+    odd = "v\x1b[31m\x01\ud800\ufffe|x"
+    views = analysis.run_view(synthetic_run(variants=(variant(odd, 10.0), variant("ok", 5.0)))).variants
+    plots.bar_chart(views, tmp_path / "bars.svg", f"title {odd}")
+    assert "v\ufffd[31m\ufffd\ufffd\ufffd|x" in _texts(_svg(tmp_path / "bars.svg"))
+    layout = _timeline(odd + "op", 3)
+    plots.timeline_chart(layout, tmp_path / "t.svg", f"t {odd}")
+    texts = _texts(_svg(tmp_path / "t.svg"))
+    assert f"t {plots.svg_text(odd)}" in texts
+
+
+def test_tiny_and_zero_scales_draw() -> None:
+    assert plots.nice_ticks(5e-324) == ([0.0], 0)
+    views = analysis.run_view(synthetic_run(times_us={"naive": 1e-320, "fused": 0.0})).variants
+    chart = plots.bar_layout(views, "t")
+    assert [t.label for t in chart.ticks] == ["0"]
+
+
+def test_wide_characters_get_a_wider_label_margin() -> None:
+    assert plots.text_width_px("中文名字", 12.0) == pytest.approx(4 * 12.0)
+    assert plots.text_width_px("abcd", 12.0) == pytest.approx(4 * 12.0 * plots.CHAR_WIDTH_EM)

@@ -231,3 +231,42 @@ def test_a_child_that_dies_without_a_word_is_an_error_and_one_left_running_is_ki
         wait()
     with pytest.raises(RuntimeError, match="caller failed"), site._in_background(_sleep_forever, [1]):
         raise RuntimeError("caller failed")  # leaving the block kills the child instead of waiting a minute
+
+
+class _TwoArgError(Exception):
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+
+
+def _huge_error(items: list[int]) -> None:
+    raise SiteError("x" * 200_000)  # bigger than a pipe's buffer once pickled
+
+
+def _two_arg_error(items: list[int]) -> None:
+    raise _TwoArgError("page", "broken")
+
+
+def _alarm(seconds: int) -> object:
+    import signal
+
+    def hang(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still waiting after {seconds} s")
+
+    signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    return signal
+
+
+def test_a_child_error_bigger_than_the_pipe_is_reported_not_waited_on_forever() -> None:
+    signal = _alarm(30)
+    try:
+        with pytest.raises(SiteError) as err, site._in_background(_huge_error, [1]) as wait:
+            wait()
+    finally:
+        signal.alarm(0)  # type: ignore[attr-defined]
+    assert str(err.value) == "x" * 2000  # the type kept, the text cut
+
+
+def test_a_child_error_that_does_not_unpickle_keeps_its_text() -> None:
+    with pytest.raises(SiteError, match="^_TwoArgError: page: broken$"), site._in_background(_two_arg_error, [1]) as wait:
+        wait()

@@ -61,4 +61,6 @@ def test_row_medians_equal_numpy_median_bit_for_bit() -> None:
     for n in (1, 2, 5, 6, 49, 50):
         m = rng.lognormal(3.0, 1.0, size=(300, n))
         m[:, 0] = m[:, -1]  # ties
-        assert np.array_equal(_row_medians(m.copy()), np.median(m, axis=1))
+        m[:3] = -0.0  # signed zeros: np.median gives +0.0
+        ours, numpy = _row_medians(m.copy()), np.median(m, axis=1)
+        assert np.array_equal(ours, numpy) and np.array_equal(np.signbit(ours), np.signbit(numpy))

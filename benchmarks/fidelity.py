@@ -2,8 +2,11 @@
 
 For each variant, in one process, on the same inputs and thread count: reportgen's
 measurement (median of its timing samples) and an independent Timer.blocked_autorange
-median, alternated; plus the profiler's overhead (mean ProfilerStep duration in the stored
-trace over reportgen's median per-call time).
+median, in ``--rounds`` rounds that alternate which goes first (A B, B A, A B ...), so that a
+machine whose speed drifts from minute to minute (a shared VM) slows both alike; the figure is
+the median of reportgen's round medians over the median of Timer's. Plus the profiler's
+overhead (mean ProfilerStep duration in the stored trace over reportgen's median per-call time),
+and the load average and a fixed Python loop's time before and after, as the machine's state.
 
     .venv/bin/python benchmarks/fidelity.py --shape 8,1024,1024 --out benchmarks/results/fidelity.json
 """
@@ -12,10 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.utils.benchmark as tub
@@ -34,10 +41,37 @@ def step_durations_us(trace_file: Path) -> list[float]:
     return [float(e["dur"]) for e in data["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
 
 
+def ours_once(backend: CpuBackend, variant: Any, inputs: VariantInputs, samples: int,
+              work: Path) -> tuple[float, list[float]]:
+    """reportgen's measurement of one variant: its median per-call time, and its profiled step durations."""
+    outcome = measure_variant(backend, variant, inputs, MeasureSettingsIn(samples=samples), work,
+                              lambda m: print(m, file=sys.stderr))
+    summary = summarize(outcome.result.samples_us)
+    assert summary is not None
+    return summary.median_us, step_durations_us(outcome.trace_file) if outcome.trace_file else []
+
+
+def timer_once(fn: Any, args: Any) -> tuple[float, float]:
+    """torch.utils.benchmark.Timer's median and interquartile range per call, in µs."""
+    with torch.no_grad():
+        fn(*args)
+        timer = tub.Timer(stmt="fn(*a)", globals={"fn": fn, "a": args}, num_threads=torch.get_num_threads())
+        ref = timer.blocked_autorange(min_run_time=2.0)
+    return ref.median * 1e6, ref.iqr * 1e6
+
+
+def machine_state() -> dict[str, float]:
+    """The 1-minute load average and the seconds a fixed pure-Python loop takes: how busy and how fast, now."""
+    t0 = time.perf_counter()
+    sum(i * i for i in range(3_000_000))
+    return {"load_average_1m": round(os.getloadavg()[0], 2), "reference_loop_s": round(time.perf_counter() - t0, 3)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default="8,1024,1024")
     ap.add_argument("--samples", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of both measurements (median kept)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     shape = parse_shape(args.shape)
@@ -47,31 +81,39 @@ def main() -> int:
     inputs = VariantInputs(inputs_args, sc.reference(*inputs_args), sc.tolerances["float32"],
                            sc.bytes_per_call(shape, 4), sc.flops_per_call(shape))
     rows = []
+    state_before = machine_state()
     with tempfile.TemporaryDirectory() as work:
         for variant in sc.variants:
-            outcome = measure_variant(backend, variant, inputs, MeasureSettingsIn(samples=args.samples),
-                                      Path(work) / variant.name, lambda m: print(m, file=sys.stderr))
-            ours = summarize(outcome.result.samples_us)
             fn = backend.compile(variant.fn) if variant.compile else variant.fn
-            with torch.no_grad():
-                fn(*inputs_args)
-                timer = tub.Timer(stmt="fn(*a)", globals={"fn": fn, "a": inputs_args},
-                                  num_threads=torch.get_num_threads())
-                ref = timer.blocked_autorange(min_run_time=2.0)
-            steps = step_durations_us(outcome.trace_file) if outcome.trace_file else []
-            assert ours is not None
-            timer_us = ref.median * 1e6
+            ours_rounds: list[float] = []
+            timer_rounds: list[float] = []
+            timer_iqrs: list[float] = []
+            steps: list[float] = []
+            for r in range(args.rounds):
+                for which in (("ours", "timer") if r % 2 == 0 else ("timer", "ours")):
+                    if which == "ours":
+                        median_us, round_steps = ours_once(backend, variant, inputs, args.samples,
+                                                           Path(work) / f"{variant.name}-{r}")
+                        ours_rounds.append(median_us)
+                        steps.extend(round_steps)
+                    else:
+                        median_us, iqr_us = timer_once(fn, inputs_args)
+                        timer_rounds.append(median_us)
+                        timer_iqrs.append(iqr_us)
+            ours_us, timer_us = statistics.median(ours_rounds), statistics.median(timer_rounds)
+            ratio = ours_us / timer_us
             rows.append({
                 "variant": variant.name,
-                "reportgen_median_us": round(ours.median_us, 2),
-                "reportgen_p10_p90_us": [round(ours.p10_us, 2), round(ours.p90_us, 2)],
+                "reportgen_median_us": round(ours_us, 2),
+                "reportgen_round_medians_us": [round(x, 2) for x in ours_rounds],
                 "timer_median_us": round(timer_us, 2),
-                "timer_iqr_us": round(ref.iqr * 1e6, 2),
-                "ratio_reportgen_over_timer": round(ours.median_us / timer_us, 4),
-                "within_target": abs(ours.median_us / timer_us - 1) <= TARGET_RATIO_DEVIATION,
+                "timer_round_medians_us": [round(x, 2) for x in timer_rounds],
+                "timer_iqr_us": round(statistics.median(timer_iqrs), 2),
+                "round_ratios": [round(a / b, 4) for a, b in zip(ours_rounds, timer_rounds, strict=True)],
+                "ratio_reportgen_over_timer": round(ratio, 4),
+                "within_target": abs(ratio - 1) <= TARGET_RATIO_DEVIATION,
                 "profiled_step_mean_us": round(sum(steps) / len(steps), 2) if steps else None,
-                "profiler_overhead_pct": round((sum(steps) / len(steps) / ours.median_us - 1) * 100, 1)
-                if steps else None,
+                "profiler_overhead_pct": round((sum(steps) / len(steps) / ours_us - 1) * 100, 1) if steps else None,
             })
     result = {
         "benchmark": "fidelity",
@@ -82,6 +124,9 @@ def main() -> int:
         "torch": torch.__version__,
         "cpu": platform.processor() or platform.machine(),
         "target": f"reportgen median within {int(TARGET_RATIO_DEVIATION * 100)} % of torch.utils.benchmark.Timer",
+        "rounds": args.rounds,
+        "machine_before": state_before,
+        "machine_after": machine_state(),
         "rows": rows,
     }
     text = json.dumps(result, indent=1)

@@ -43,6 +43,8 @@ TARGETS = {
 
 sys.path.insert(0, str(ROOT))
 
+from machine import reference_loop_s  # noqa: E402  benchmarks/machine.py, beside this script
+
 from reportgen.bundle import load_run, write_bundle  # noqa: E402
 from reportgen.model import OpRow, Run  # noqa: E402
 
@@ -145,13 +147,6 @@ def site_weight(site: Path, run_id: str) -> dict[str, int]:
     }
 
 
-def reference_s() -> float:
-    """Seconds for a fixed pure-Python loop: how fast this machine runs right now (shared VMs vary by 1.5x)."""
-    t0 = time.perf_counter()
-    sum(i * i for i in range(3_000_000))
-    return round(time.perf_counter() - t0, 3)
-
-
 def bench(n: int, work: Path, add_one: int, cold_repeat: int) -> dict[str, object]:
     """Cold builds of ``n`` runs; then ``add_one`` builds that each add one run; and the site's weight."""
     store, out = work / f"store-{n}", work / f"site-{n}"
@@ -159,7 +154,7 @@ def bench(n: int, work: Path, add_one: int, cold_repeat: int) -> dict[str, objec
     make_store(store, 0, n)
     result: dict[str, object] = {"runs": n, "store_written_s": round(time.perf_counter() - t0, 1),
                                  "load_average_1min_before": round(os.getloadavg()[0], 2),
-                                 "reference_s_before": reference_s()}
+                                 "reference_s_before": reference_loop_s()}
     colds = []
     for _ in range(cold_repeat):
         shutil.rmtree(out, ignore_errors=True)
@@ -176,7 +171,7 @@ def bench(n: int, work: Path, add_one: int, cold_repeat: int) -> dict[str, objec
         result["add_one_all_rendered_only_the_new_run"] = all("(1 rendered," in a["summary"] for a in adds)
     result["weight"] = site_weight(out, _stamp(n + add_one - 1)[0])
     result["load_average_1min_after"] = round(os.getloadavg()[0], 2)
-    result["reference_s_after"] = reference_s()
+    result["reference_s_after"] = reference_loop_s()
     return result
 
 

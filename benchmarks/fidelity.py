@@ -20,12 +20,12 @@ import platform
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.utils.benchmark as tub
+from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
 from reportgen.backends.cpu import CpuBackend
 from reportgen.measure import MeasureSettingsIn, VariantInputs, measure_variant
@@ -62,9 +62,7 @@ def timer_once(fn: Any, args: Any) -> tuple[float, float]:
 
 def machine_state() -> dict[str, float]:
     """The 1-minute load average and the seconds a fixed pure-Python loop takes: how busy and how fast, now."""
-    t0 = time.perf_counter()
-    sum(i * i for i in range(3_000_000))
-    return {"load_average_1m": round(os.getloadavg()[0], 2), "reference_loop_s": round(time.perf_counter() - t0, 3)}
+    return {"load_average_1m": round(os.getloadavg()[0], 2), "reference_loop_s": reference_loop_s()}
 
 
 def main() -> int:

@@ -522,8 +522,6 @@ def _in_background(target: Callable[[list[T]], None], items: list[T]) -> Iterato
             error = receive.recv()
         except (EOFError, OSError):  # exited without a word: success, or killed
             error = None
-        except Exception as exc:  # noqa: BLE001  an error that does not unpickle: keep its text
-            error = SiteError(f"a build process failed: {type(exc).__name__}: {str(exc)[:300]}")
         child.join()
         if isinstance(error, BaseException):
             raise error
@@ -562,7 +560,8 @@ def _bounded_error(exc: Exception) -> Exception:
     Some errors carry whole documents (a UnicodeEncodeError holds the page it failed to encode).
     """
     try:
-        if len(pickle.dumps(exc)) <= MAX_CHILD_ERROR_BYTES and type(pickle.loads(pickle.dumps(exc))) is type(exc):
+        data = pickle.dumps(exc)
+        if len(data) <= MAX_CHILD_ERROR_BYTES and type(pickle.loads(data)) is type(exc):
             return exc
     except Exception:  # noqa: BLE001  unpicklable: fall through to the text
         pass
@@ -579,7 +578,7 @@ def _link_trees(pairs: list[tuple[Path, Path]]) -> None:
 
 def _write_pages(tasks: list[RunPageTask]) -> None:
     for task in tasks:
-        _render_task(task)
+        write_run_page(load_run(task.bundle), task.bundle, task.dest)
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -649,7 +648,7 @@ def render_run_pages(tasks: list[RunPageTask], jobs: int) -> list[RenderedPage]:
     Each page is written by exactly one worker into its own folder.
     """
     workers = render_workers(len(tasks), jobs)
-    if workers <= 1:
+    if workers == 1:
         return [_render_task(t) for t in tasks]
     chunk = max(1, min(16, len(tasks) // (workers * 4)))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),

@@ -71,7 +71,8 @@ def summarize(samples_us: tuple[float, ...] | list[float]) -> SampleSummary | No
     if not samples_us:
         return None
     a = np.asarray(samples_us, dtype=float)
-    lo, hi = _bootstrap_interval(_row_medians(a[_resample_indices(a.size)]))
+    (idx,) = _resample_indices((a.size,))
+    lo, hi = _bootstrap_interval(_row_medians(a[idx]))
     return SampleSummary(
         n=int(a.size),
         median_us=float(np.median(a)),
@@ -94,7 +95,7 @@ def ratio_of_medians(numerator_us: tuple[float, ...], denominator_us: tuple[floa
     den = np.asarray(denominator_us, dtype=float)
     if np.median(den) <= 0:
         return None
-    num_idx, den_idx = _paired_resample_indices(num.size, den.size)
+    num_idx, den_idx = _resample_indices((num.size, den.size))
     num_meds = _row_medians(num[num_idx])
     den_meds = _row_medians(den[den_idx])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -111,26 +112,18 @@ def ratio_of_medians(numerator_us: tuple[float, ...], denominator_us: tuple[floa
 
 
 @lru_cache(maxsize=4)
-def _resample_indices(n: int) -> np.ndarray:
-    """Indices of ``BOOTSTRAP_RESAMPLES`` resamples of ``n`` values: the first draw of the fixed seed.
+def _resample_indices(sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """Indices of ``BOOTSTRAP_RESAMPLES`` resamples for each size: successive draws of the fixed seed.
 
-    Cached (read-only): the draw depends only on ``n``, and a build bootstraps hundreds of
-    variants that all have the same sample count.
+    A summary takes one draw, a ratio two (its sides resampled independently). Cached, read-only:
+    the draws depend only on the sizes, and a build bootstraps hundreds of variants with the same
+    sample count.
     """
-    idx = np.random.default_rng(SEED).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
-    idx.setflags(write=False)
-    return idx
-
-
-@lru_cache(maxsize=4)
-def _paired_resample_indices(n_num: int, n_den: int) -> tuple[np.ndarray, np.ndarray]:
-    """Independent resample indices for a ratio's two sides: two successive draws of the fixed seed."""
     rng = np.random.default_rng(SEED)
-    num = rng.integers(0, n_num, size=(BOOTSTRAP_RESAMPLES, n_num))
-    den = rng.integers(0, n_den, size=(BOOTSTRAP_RESAMPLES, n_den))
-    num.setflags(write=False)
-    den.setflags(write=False)
-    return num, den
+    draws = tuple(rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n)) for n in sizes)
+    for idx in draws:
+        idx.setflags(write=False)
+    return draws
 
 
 def _row_medians(m: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,7 +19,18 @@ import markdown as markdown_lib
 
 from reportgen.mdtext import md_escape
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+
+def package_folder(package: str) -> Path:
+    """The folder of a resource package (``reportgen.templates``, ``reportgen.scenarios``), found through the
+    import system: the repository's folder in an editable install, site-packages in a wheel."""
+    folder = resources.files(package)
+    if not isinstance(folder, Path) or not folder.is_dir():
+        raise RuntimeError(f"{package}: resources are not a folder on disk ({folder}); reinstall reportgen")
+    return folder
+
+
+TEMPLATES_DIR = package_folder("reportgen.templates")
+"""Templates, the stylesheet, the icon and the help page's Markdown (package data, see pyproject.toml)."""
 DASH = "—"
 
 

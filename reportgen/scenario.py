@@ -10,12 +10,14 @@ import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from reportgen.errors import ScenarioError
 
-SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS_DIR = Path(str(resources.files("reportgen.scenarios")))
+"""The built-in scenarios: package data (the repository's scenarios/ folder, shipped as reportgen.scenarios)."""
 DTYPES = ("float32", "bfloat16", "float16")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 

@@ -16,13 +16,13 @@ import pytest
 from factories import synthetic_run, variant, write_synthetic
 
 from reportgen import render, site
+from reportgen.bundle import load_run, safe_component
+from reportgen.cli import main
+from reportgen.errors import ConflictError, SiteError, UsageError
+from reportgen.model import OpRow, RunSource, VariantStatus
 from reportgen.site import build as site_build
 from reportgen.site import pages as site_pages
 from reportgen.site import plan as site_plan
-from reportgen.bundle import load_run, safe_component
-from reportgen.cli import main
-from reportgen.errors import BundleError, ConflictError, SiteError, UsageError
-from reportgen.model import OpRow, RunSource, VariantStatus
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-def456"

@@ -11,10 +11,10 @@ import pytest
 from factories import synthetic_run, variant, write_synthetic
 
 from reportgen import analysis, plots, site
-from reportgen.site import fs, manifest, pages, workers
 from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.errors import SiteError, UsageError
 from reportgen.model import VariantStatus
+from reportgen.site import fs, manifest, pages, workers
 
 
 @pytest.fixture(autouse=True)

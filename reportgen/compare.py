@@ -30,8 +30,8 @@ import jinja2
 
 from reportgen import __version__
 from reportgen.bundle import load_run, resolve_run_dir
-from reportgen.devices import compared_environment_fields
 from reportgen.codec import to_jsonable
+from reportgen.devices import compared_environment_fields
 from reportgen.errors import CompareError, ExitCode, UsageError
 from reportgen.mdtext import md_escape
 from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
@@ -251,7 +251,7 @@ def version_differences(base: Run, head: Run) -> tuple[VersionDifference, ...]:
     """Environment fields (software versions, device and CPU names) that differ between the runs."""
     out = []
     for name in ENVIRONMENT_FIELDS:
-        b, h = base.environment.field_value(name), head.environment.field_value(name)
+        b, h = base.environment.field_text(name), head.environment.field_text(name)
         if b != h:
             out.append(VersionDifference(name, b, h))
     return tuple(out)

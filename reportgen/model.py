@@ -121,13 +121,13 @@ class Environment:
     device_extras: dict[str, str] = field(default_factory=dict)
     """Device-specific facts (``cuda_version``, ``neuronx_cc_version`` ...): each device module declares its own."""
 
-    def field_value(self, name: str) -> str | int | float | None:
-        """A common field or a device extra by name (None when the run has neither)."""
+    def field_text(self, name: str) -> str | None:
+        """A common field or a device extra by name, as text (None when the run has neither)."""
         if name in self.device_extras:
             return self.device_extras[name]
         common = {f.name for f in fields(self)} - {"device_extras"}
         value = getattr(self, name) if name in common else None
-        return value if isinstance(value, (str, int, float)) else None
+        return None if value is None else str(value)
 
     def labelled_extras(self) -> tuple[tuple[str, str], ...]:
         """(label, value) of each device extra, in the order the device registry declares them, for display."""

@@ -38,7 +38,7 @@ def _drop_nones_absent_from(new: object, old: object) -> object:
         return {k: (v if k == "environment" else _drop_nones_absent_from(v, old.get(k)))
                 for k, v in new.items() if k in old or v is not None}
     if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
-        return [_drop_nones_absent_from(a, b) for a, b in zip(new, old)]
+        return [_drop_nones_absent_from(a, b) for a, b in zip(new, old, strict=True)]
     return new
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import ROOT, run_cli
 
-from reportgen.devices.neuron import NeuronBackend
 from reportgen.bundle import load_store
+from reportgen.devices.neuron import NeuronBackend
 
 STAND_INS = ROOT / "tests" / "stand_ins"
 

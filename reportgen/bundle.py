@@ -1,8 +1,12 @@
-"""Run bundles on disk: the one loader, the atomic writer, and the store's listing.
+"""Run bundles on disk: their layout, the one loader, the atomic writer, and the store's listing.
 
 A store is a folder of run folders: ``<store>/<run_id>/run.json`` plus traces and
 artifacts. A bundle is written into a hidden temporary folder and renamed into place,
 so a crash never leaves a partial run; once written it is never modified.
+
+The layout lives here and nowhere else: ``profile`` and ``import`` both name members with
+``trace_member``/``artifact_member``, stamp times with ``format_utc`` and start a Run with
+``new_run``. Older ``run.json`` files are upgraded on load (``reportgen.migrations``).
 """
 
 from __future__ import annotations
@@ -18,11 +22,30 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reportgen import __version__
 from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.errors import BundleError, ConflictError, UsageError
-from reportgen.model import SCHEMA_VERSION, Run
+from reportgen.migrations import upgrade
+from reportgen.model import (
+    SCHEMA_VERSION,
+    DeviceKind,
+    DevicePeak,
+    Environment,
+    GitInfo,
+    MeasureSettings,
+    Run,
+    RunSource,
+    ScenarioInfo,
+    VariantResult,
+)
 
 RUN_FILE = "run.json"
+TRACES_DIR = "traces"
+ARTIFACTS_DIR = "artifacts"
+TRACE_SUFFIX = ".pt.trace.json.gz"
+"""Every stored trace is gzip-compressed Kineto JSON, named as torch.profiler's exporter names them."""
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+RUN_ID_TIME_FORMAT = "%Y%m%dT%H%M%SZ"
 TMP_PREFIX = ".tmp-"
 MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
@@ -47,9 +70,47 @@ def safe_component(text: str, max_len: int = 80) -> str:
     return f"{s or 'x'}-{digest}"
 
 
+def trace_member(variant: str) -> str:
+    """The bundle-relative path of a variant's trace: ``traces/<variant>.pt.trace.json.gz``."""
+    return f"{TRACES_DIR}/{safe_component(variant)}{TRACE_SUFFIX}"
+
+
+def artifact_member(variant: str, file_name: str) -> str:
+    """The bundle-relative path of a device file kept for a variant: ``artifacts/<variant>/<file>``."""
+    return f"{ARTIFACTS_DIR}/{safe_component(variant)}/{safe_component(file_name)}"
+
+
+def format_utc(moment: datetime) -> str:
+    """``2026-11-30T04:55:00Z``: the one form of ``created_utc`` (whole seconds, UTC, sorts as text)."""
+    return moment.astimezone(timezone.utc).strftime(TIME_FORMAT)
+
+
+def new_run(created: datetime, device: DeviceKind, label: str, source: RunSource, salt: str, *,
+            git: GitInfo, environment: Environment, peak: DevicePeak, scenario: ScenarioInfo,
+            variants: tuple[VariantResult, ...], settings: MeasureSettings | None = None,
+            notes: tuple[str, ...] = ()) -> Run:
+    """A Run of this schema and reportgen version, its id and time made from ``created`` (``salt`` keeps ids unique)."""
+    return Run(
+        schema_version=SCHEMA_VERSION,
+        run_id=make_run_id(created, device.value, label, salt),
+        created_utc=format_utc(created),
+        label=label,
+        source=source,
+        reportgen_version=__version__,
+        device=device,
+        git=git,
+        environment=environment,
+        peak=peak,
+        scenario=scenario,
+        variants=variants,
+        settings=settings,
+        notes=notes,
+    )
+
+
 def make_run_id(created: datetime, device: str, label: str, salt: str) -> str:
     """``20261130T045500Z-cpu-my-change-1a2b3c``: sortable by time, safe as a folder name."""
-    parts = [created.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ"), slug(device, 12) or "dev"]
+    parts = [created.astimezone(timezone.utc).strftime(RUN_ID_TIME_FORMAT), slug(device, 12) or "dev"]
     if slug(label):
         parts.append(slug(label))
     digest = hashlib.sha256(f"{created.isoformat()}|{device}|{label}|{salt}".encode()).hexdigest()[:6]
@@ -86,7 +147,7 @@ def parse_run_json(text: str, source: Path | str) -> Run:
     if not isinstance(data, dict):
         raise BundleError(f"{source}: expected a JSON object at the top level; this is not a run.json")
     _check_schema_version(data, source)
-    run = from_jsonable(Run, data, source)
+    run = from_jsonable(Run, upgrade(data, source), source)
     _check_run(run, source)
     return run
 

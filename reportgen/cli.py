@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from reportgen import __version__
+from reportgen import __version__, devices
 from reportgen.errors import ExitCode, ReportgenError, UsageError
 
 EXIT_CODES_HELP = """exit codes:
@@ -80,7 +80,7 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="profile a scenario's variants and store one run bundle",
                        description="Profile every variant of a scenario on the best device present "
                        "(neuron > cuda > cpu) and store the result as a run bundle.")
-    p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default="auto")
+    p.add_argument("--device", choices=["auto", *devices.profile_device_names()], default="auto")
     p.add_argument("--scenario", default="rmsnorm", help="scenario name in scenarios/ or a path to a .py file")
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the scenario's)")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the scenario's)")
@@ -143,7 +143,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
                        "TorchNeuron profile_output/ folder into a run bundle.")
     p.add_argument("path", type=Path)
     p.add_argument("--label", default="")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda", "rocm", "neuron"], default="auto")
+    p.add_argument("--device", choices=["auto", *devices.device_names()], default="auto")
     _store_arg(p)
     p.set_defaults(func=_cmd_import)
 

@@ -31,6 +31,7 @@ import jinja2
 from reportgen import __version__
 from reportgen.bundle import load_run, resolve_run_dir
 from reportgen.codec import to_jsonable
+from reportgen.devices import compared_environment_fields
 from reportgen.errors import CompareError, ExitCode, UsageError
 from reportgen.mdtext import md_escape
 from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
@@ -59,15 +60,7 @@ CLIP_CHARS = 120
 
 TEMPLATE = "compare.md.j2"
 
-ENVIRONMENT_FIELDS = (
-    "torch_version",
-    "torch_neuronx_version",
-    "neuronx_cc_version",
-    "cuda_version",
-    "python_version",
-    "device_name",
-    "cpu_model",
-)
+ENVIRONMENT_FIELDS = ("torch_version", *compared_environment_fields(), "python_version", "device_name", "cpu_model")
 """Software/hardware fingerprint fields whose difference is warned about, not refused."""
 
 
@@ -258,7 +251,7 @@ def version_differences(base: Run, head: Run) -> tuple[VersionDifference, ...]:
     """Environment fields (software versions, device and CPU names) that differ between the runs."""
     out = []
     for name in ENVIRONMENT_FIELDS:
-        b, h = getattr(base.environment, name), getattr(head.environment, name)
+        b, h = base.environment.field_text(name), head.environment.field_text(name)
         if b != h:
             out.append(VersionDifference(name, b, h))
     return tuple(out)

@@ -1,6 +1,6 @@
 """Measuring one variant with torch: cold first call, correctness, timing samples, profiler capture.
 
-Imported only by ``reportgen profile``; it is the one place besides the backends and
+Imported only by ``reportgen profile``; it is the one place besides the device backends and
 scenarios that touches torch.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportgen.backends.base import Backend
+from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.model import Correctness, OpRow, VariantResult, VariantStatus
 from reportgen.scenario import Tolerance, Variant

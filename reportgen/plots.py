@@ -28,7 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from PIL import Image
 
-from reportgen.analysis import LANE_TITLES, HistoryGroup, LaneKind, TimelineLayout, VariantView
+from reportgen.analysis import LANE_TITLES, HistoryGroup, TimelineLayout, VariantView
+from reportgen.devices.lanes import Lane
 from reportgen.render import render_html
 
 DPI = 100
@@ -39,10 +40,10 @@ LOG_SPAN = 20.0
 """History charts switch to a log time axis when the medians span more than this factor."""
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
 LANE_COLOURS = {
-    LaneKind.FRAMEWORK: "#4C72B0",
-    LaneKind.RUNTIME: "#DD8452",
-    LaneKind.DEVICE: "#55A868",
-    LaneKind.OTHER: "#8C8C8C",
+    Lane.FRAMEWORK: "#4C72B0",
+    Lane.RUNTIME: "#DD8452",
+    Lane.DEVICE: "#55A868",
+    Lane.OTHER: "#8C8C8C",
 }
 _RC: dict[str, Any] = {
     "font.family": "sans-serif",
@@ -486,7 +487,7 @@ def _time_axis(tf: _TimelineFigure, window_us: float) -> None:
         tf.ax.text(t, 0, f"{t:,.{decimals}f}", transform=tf.x_labels, ha="center", va="top")
 
 
-def _lane_bands(ax: Axes, rows: list[tuple[LaneKind, int]]) -> None:
+def _lane_bands(ax: Axes, rows: list[tuple[Lane, int]]) -> None:
     """Shade every other lane so nested rows read as one lane."""
     lanes = [lane for lane, _ in rows]
     for i, lane in enumerate(dict.fromkeys(lanes)):
@@ -495,11 +496,11 @@ def _lane_bands(ax: Axes, rows: list[tuple[LaneKind, int]]) -> None:
             ax.axhspan(first - 0.5, last + 0.5, color="#f3f4f6", zorder=0)
 
 
-def _lane_rows(layout: TimelineLayout) -> list[tuple[LaneKind, int]]:
+def _lane_rows(layout: TimelineLayout) -> list[tuple[Lane, int]]:
     return [(lane, d) for lane, depth in layout.lane_depths for d in range(depth)]
 
 
-def _row_label(lane: LaneKind, depth: int) -> str:
+def _row_label(lane: Lane, depth: int) -> str:
     return LANE_TITLES[lane] if depth == 0 else f"↳ depth {depth}"
 
 

@@ -18,21 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from reportgen import __version__
-from reportgen.backends import import_torch, select_backend
-from reportgen.backends.base import Backend, artifact_for
-from reportgen.bundle import TMP_PREFIX, check_label, make_run_id, safe_component, write_bundle
+from reportgen.bundle import TMP_PREFIX, artifact_member, check_label, new_run, safe_component, trace_member, write_bundle
+from reportgen.devices import import_torch, select_backend
+from reportgen.devices.backend import Backend, artifact_for
 from reportgen.environment import fingerprint, git_info
 from reportgen.errors import ExitCode, ScenarioError, UsageError
 from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
-from reportgen.model import (
-    SCHEMA_VERSION,
-    MeasureSettings,
-    Run,
-    RunSource,
-    ScenarioInfo,
-    VariantStatus,
-)
+from reportgen.model import MeasureSettings, Run, RunSource, ScenarioInfo, VariantStatus
 from reportgen.scenario import Scenario, load_scenario, parse_dtype, parse_shape
 from reportgen.stats import summarize
 
@@ -146,16 +138,9 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
 
 def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: datetime,
               outcomes: list[VariantOutcome], torch: Any) -> Run:
-    created_utc = created.strftime("%Y-%m-%dT%H:%M:%SZ")
     s = request.settings
-    return Run(
-        schema_version=SCHEMA_VERSION,
-        run_id=make_run_id(created, backend.kind.value, request.label, secrets.token_hex(4)),
-        created_utc=created_utc,
-        label=request.label,
-        source=RunSource.PROFILE,
-        reportgen_version=__version__,
-        device=backend.kind,
+    return new_run(
+        created, backend.kind, request.label, RunSource.PROFILE, secrets.token_hex(4),
         git=git_info(),
         environment=fingerprint(torch, backend.device_name(), backend.environment_extras()),
         peak=peak,
@@ -172,20 +157,18 @@ def _bundle_files(outcomes: list[VariantOutcome]) -> dict[str, Path | bytes]:
     """Bundle-relative path -> content: each trace gzip-compressed, device artifacts copied."""
     files: dict[str, Path | bytes] = {}
     for o in outcomes:
-        name = safe_component(o.result.name)
         if o.trace_file is not None:
-            files[f"traces/{name}.pt.trace.json.gz"] = gzip.compress(o.trace_file.read_bytes(), mtime=0)
+            files[trace_member(o.result.name)] = gzip.compress(o.trace_file.read_bytes(), mtime=0)
         for path, _kind in o.artifacts:
-            files[f"artifacts/{name}/{safe_component(path.name)}"] = path
+            files[artifact_member(o.result.name, path.name)] = path
     return files
 
 
 def _with_artifacts(run: Run, outcomes: list[VariantOutcome], files: dict[str, Path | bytes]) -> Run:
     variants = []
     for o in outcomes:
-        name = safe_component(o.result.name)
-        trace_rel = f"traces/{name}.pt.trace.json.gz"
-        arts = tuple(artifact_for(p, f"artifacts/{name}/{safe_component(p.name)}", kind) for p, kind in o.artifacts)
+        trace_rel = trace_member(o.result.name)
+        arts = tuple(artifact_for(p, artifact_member(o.result.name, p.name), kind) for p, kind in o.artifacts)
         variants.append(dataclasses.replace(o.result, trace_path=trace_rel if trace_rel in files else None,
                                             artifacts=arts))
     return dataclasses.replace(run, variants=tuple(variants))

@@ -179,7 +179,8 @@ def test_different_scenarios_are_refused() -> None:
 def test_software_version_differences_are_warnings_not_refusals() -> None:
     b = synthetic_run()
     h = synthetic_run(run_id=HEAD_ID)
-    env: Environment = dataclasses.replace(h.environment, torch_version="2.14.0", neuronx_cc_version=HOSTILE)
+    env: Environment = dataclasses.replace(h.environment, torch_version="2.14.0",
+                                           device_extras={"neuronx_cc_version": HOSTILE})
     comp = compare_runs(b, dataclasses.replace(h, environment=env), 5.0)
     assert [(w.field, w.base, w.head) for w in comp.warnings] == [
         ("torch_version", "2.13.0", "2.14.0"), ("neuronx_cc_version", None, HOSTILE)]

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import ROOT, run_cli
 
-from reportgen.backends.neuron import NeuronBackend
 from reportgen.bundle import load_store
+from reportgen.devices.neuron import NeuronBackend
 
 STAND_INS = ROOT / "tests" / "stand_ins"
 
@@ -68,7 +68,7 @@ def test_full_profile_drives_the_documented_api(stand_in, tmp_path: Path, monkey
     assert "compile_backend" in kinds  # torch.compile(backend="neuron") reached the registered backend
     assert kinds.count("torch.neuron.synchronize") > 20
     (run,) = load_store(tmp_path)
-    assert run.device.value == "neuron" and run.environment.torch_neuronx_version == "0.0.0+stand-in"
+    assert run.device.value == "neuron" and run.environment.device_extras["torch_neuronx_version"] == "0.0.0+stand-in"
     for v in run.variants:
         assert v.status.value == "ok", v.error
         assert v.trace_path == f"traces/{v.name}.pt.trace.json.gz"
@@ -97,7 +97,7 @@ def test_device_without_neuron_registration_is_device_unavailable(stand_in) -> N
 
 
 def test_compile_without_torch_neuronx_is_one_line(tmp_path: Path) -> None:
-    code = ("from reportgen.backends.neuron import NeuronBackend\n"
+    code = ("from reportgen.devices.neuron import NeuronBackend\n"
             "from reportgen.errors import DeviceUnavailable\n"
             "try:\n    NeuronBackend().compile(lambda x: x)\n"
             "except DeviceUnavailable as e:\n    print('DU:', e)\n")
@@ -108,7 +108,7 @@ def test_compile_without_torch_neuronx_is_one_line(tmp_path: Path) -> None:
 
 
 def test_peak_is_the_vendor_figure_for_the_instance(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from reportgen.backends import neuron
+    from reportgen.devices import neuron
 
     dmi = tmp_path / "product_name"
     dmi.write_text("trn2.48xlarge\n")

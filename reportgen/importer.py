@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.bundle import check_label, make_run_id, make_temp_dir, safe_component, write_bundle
+from reportgen.bundle import (
+    cannot_write,
+    check_label,
+    check_store,
+    make_run_id,
+    make_temp_dir,
+    safe_component,
+    write_bundle,
+)
 from reportgen.errors import ExitCode, TraceError
 from reportgen.model import (
     SCHEMA_VERSION,
@@ -110,6 +118,9 @@ def plan_import(path: Path) -> ImportPlan:
         raise TraceError(f"{path}: no such file or folder; pass a trace (.json, .json.gz) or a profile_output/ folder")
     if path.is_file():
         return ImportPlan(path, Layout.FILE, (TraceInput(path, variant_name_for(path)),))
+    if not path.is_dir():  # a FIFO, socket or device: reading it could block forever, listing it fails
+        raise TraceError(f"{path}: is not a regular file or a folder; pass a trace file (.json, .json.gz) or a "
+                         "profile_output/ folder")
     neuron = _neuron_trace_files(path)
     if neuron:
         inputs = _unique([TraceInput(t, _neuron_variant(path, t), _neuron_artifacts(t.parent)) for t in neuron])
@@ -190,20 +201,24 @@ class _GzipWriter:
             self.blocks.put(block)
 
     def _run(self) -> None:
+        got_end = False
         try:
             with open(self.dest, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
                                                              compresslevel=TRACE_GZIP_LEVEL) as gz:
                 while (block := self.blocks.get()) is not None:
                     gz.write(block)
+                got_end = True  # closing can still fail (a full disk): the end marker is already taken
         except BaseException as exc:  # noqa: BLE001 - reported by close()
             self.error = exc
-            while self.blocks.get() is not None:
+            while not got_end and self.blocks.get() is not None:
                 pass
 
     def close(self) -> None:
         """Finish the file; raise if writing failed."""
         self.blocks.put(None)
         self.thread.join()
+        if isinstance(self.error, OSError):
+            raise cannot_write(self.error, self.dest)
         if self.error is not None:
             raise TraceError(f"{self.dest}: cannot write the trace copy ({self.error})")
 
@@ -236,9 +251,13 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     """Import ``request.path`` into ``store`` as one new run bundle; returns the bundle folder."""
     plan = plan_import(request.path)
     limit = max_trace_bytes()
+    check_store(store)
     store_existed = store.exists()
-    store.mkdir(parents=True, exist_ok=True)
-    staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
+    except OSError as exc:
+        raise cannot_write(exc, store) from None
     try:
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
         for item in plan.inputs:

@@ -30,7 +30,7 @@ from reportgen.errors import BundleError, ScenarioError, UsageError
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-bbb222"
-HANG_LIMIT_S = 30.0
+HANG_LIMIT_S = 120.0
 """A command that has not finished after this long is hung (they take well under a second here)."""
 
 
@@ -200,9 +200,10 @@ def _dead_pid() -> int:
 def test_profile_with_a_full_store_keeps_the_measurement_and_says_where(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fast_peak: None) -> None:
     store = _store_with_a(tmp_path)
-    before = snapshot(store)
+    scenario = _scenario(tmp_path)
     system_tmp = tmp_path / "systmp"
     system_tmp.mkdir()
+    before = snapshot(store)
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
     real = bundle._write_member
 
@@ -212,7 +213,7 @@ def test_profile_with_a_full_store_keeps_the_measurement_and_says_where(
         real(root, rel, content)  # type: ignore[arg-type]
 
     monkeypatch.setattr(bundle, "_write_member", full)
-    assert main(_profile(_scenario(tmp_path), store)) == 3
+    assert main(_profile(scenario, store)) == 3
     msg = _one_error(capsys)
     assert snapshot(store) == before
     kept = system_tmp / "reportgen-unsaved-runs"
@@ -227,16 +228,17 @@ def test_profile_with_a_full_store_keeps_the_measurement_and_says_where(
 def test_profile_with_a_read_only_temp_folder_is_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fast_peak: None) -> None:
     store = _store_with_a(tmp_path)
-    before = snapshot(store)
+    scenario = _scenario(tmp_path)
     system_tmp = tmp_path / "systmp"
     system_tmp.mkdir()
+    before = snapshot(store)
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
 
     def read_only(*args: object, **kwargs: object) -> str:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(kwargs.get("dir")))
 
     monkeypatch.setattr(bundle.tempfile, "mkdtemp", read_only)
-    assert main(_profile(_scenario(tmp_path), store)) == 3
+    assert main(_profile(scenario, store)) == 3
     assert _one_error(capsys) == f"{system_tmp}: cannot write (Read-only file system); free some space or choose " \
                                  "another folder"
     assert snapshot(store) == before
@@ -270,8 +272,8 @@ def test_a_killed_profiles_work_folder_is_removed_by_the_next_profile(
 def test_profile_refuses_a_scenario_whose_run_could_not_be_loaded(
         variants: str, description: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = _store_with_a(tmp_path)
-    before = snapshot(store)
     scenario = _scenario(tmp_path, variants=variants, description=description)
+    before = snapshot(store)
     assert main(_profile(scenario, store)) == 2
     assert _one_error(capsys) == f"{scenario}: {message}; fix the scenario file"
     assert snapshot(store) == before
@@ -336,10 +338,10 @@ def test_parse_shape_refuses_nonsense(text: str, message: str) -> None:
 
 def test_input_size_is_checked_against_memory_before_allocating() -> None:
     with pytest.raises(ScenarioError) as info:
-        scenario_mod.check_input_size((100000, 100000, 100000), 4, memory_bytes=16 * 1024**3)
-    assert info.value.message == ("shape 100000,100000,100000: one float input of 1e+15 elements is 4,000,000 GB, "
+        scenario_mod.check_input_size((100000, 100000, 100000), "float32", memory_bytes=16 * 1024**3)
+    assert info.value.message == ("shape 100000,100000,100000: one float32 input of 1e+15 elements is 4,000,000 GB, "
                                   "more than half of this machine's 17 GB of memory; use a smaller shape")
-    scenario_mod.check_input_size((8, 1024, 1024), 4, memory_bytes=16 * 1024**3)
+    scenario_mod.check_input_size((8, 1024, 1024), "float32", memory_bytes=16 * 1024**3)
 
 
 @pytest.mark.parametrize(("value", "message"), [
@@ -387,10 +389,10 @@ def test_profile_refuses_bad_numbers_in_one_line(extra: tuple[str, ...], message
 BAD_RUN_JSON: dict[str, tuple[Callable[[dict], object] | None, str | None, str]] = {
     "400-digit integer in a float field": (
         lambda d: d["variants"][0].update(samples_us=[10**400]), None,
-        "field 'variants[0].samples_us[0]': expected a number below 1e+18, got 1000000000000000000000000000000000000..."),
+        "field 'variants[0].samples_us[0]': expected a finite number, got 1" + "0" * 36 + "..."),
     "400-digit integer in an int field": (
         lambda d: d["variants"][0]["ops"][0].update(calls=10**400), None,
-        "field 'variants[0].ops[0].calls': expected an integer below 2**63, got 10000000000000000000000000000000000000..."),
+        "field 'variants[0].ops[0].calls': expected an integer below 2**63, got 1" + "0" * 36 + "..."),
     "1e308 sample": (lambda d: d["variants"][0].update(samples_us=[1e308, 1e308]), None,
                      "field 'variants[0].samples_us': must be at most 1e+18, got 1e+308"),
     "lone surrogate in a parameters key": (
@@ -447,10 +449,10 @@ def _event_trace(**fields: object) -> bytes:
 @pytest.mark.parametrize(("data", "message"), [
     (_event_trace(ts=1e308, dur=1e308), "event #1 ('k'): field 'ts' is 1e+308, beyond 1e+18 µs; not a real time"),
     (_event_trace(ts=0, dur=1e308), "event #1 ('k'): field 'dur' is 1e+308, beyond 1e+18 µs; not a real time"),
-    (_event_trace(ts=10**400, dur=1), "event #1 ('k'): field 'ts' is '1000000000000000000000000000000', "
-                                      "beyond 1e+18 µs; not a real time"),
+    (_event_trace(ts=10**400, dur=1), "event #1 ('k'): field 'ts' is 1" + "0" * 26 + "..., beyond 1e+18 µs; "
+                                      "not a real time"),
     (b'{"traceEvents": [{"ph": "X", "name": "k", "ts": 1' + b"0" * 5000 + b', "dur": 1}]}',
-     "invalid JSON (an integer of more than 4300 digits) at character 39"),
+     "invalid JSON (an integer of more than 4300 digits) in the value at character 17"),
 ])
 def test_trace_numbers_that_overflow_are_refused_at_import(data: bytes, message: str, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:

@@ -81,14 +81,16 @@ def run_to_json(run: Run) -> str:
 class StoreWriteError(BundleError):
     """A folder or file cannot be written (disk full, read-only, not a folder): ``path`` and ``reason`` say which."""
 
-    def __init__(self, path: Path | str, reason: str) -> None:
+    def __init__(self, path: Path | str, reason: str, fix: str = "choose another folder") -> None:
         self.path, self.reason = str(path), reason
-        super().__init__(f"{path}: cannot write ({reason}); free some space or choose another folder")
+        super().__init__(f"{path}: cannot write ({reason}); {fix}")
 
 
 def cannot_write(exc: OSError, where: Path | str) -> StoreWriteError:
     """The one-line error for an OSError met while writing under ``where`` (the file it names, if any)."""
-    return StoreWriteError(exc.filename if exc.filename else where, exc.strerror or type(exc).__name__)
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return StoreWriteError(exc.filename if exc.filename else where, exc.strerror or type(exc).__name__,
+                           "free some space or choose another folder" if full else "choose another folder")
 
 
 def check_store(store: Path) -> None:
@@ -213,6 +215,20 @@ def _check_run(run: Run, source: Path | str) -> None:
             if ref is not None and not is_safe_relpath(ref):
                 field = "trace_path" if j == 0 else f"artifacts[{j - 1}].path"
                 raise BundleError(f"{source}: field 'variants[{i}].{field}' {ref[:60]!r} points outside the bundle")
+    _check_no_file_holds_another(run, source)
+
+
+def _check_no_file_holds_another(run: Run, source: Path | str) -> None:
+    """Refuse member paths where one file would have to be the folder of another (``a`` and ``a/b``)."""
+    refs = {ref for v in run.variants for ref in (v.trace_path, *(a.path for a in v.artifacts)) if ref is not None}
+    for i, v in enumerate(run.variants):
+        for j, ref in enumerate([v.trace_path, *(a.path for a in v.artifacts)]):
+            parts = ref.split("/") if ref is not None else []
+            outer = next(("/".join(parts[:k]) for k in range(1, len(parts)) if "/".join(parts[:k]) in refs), None)
+            if ref is not None and outer is not None:
+                field = "trace_path" if j == 0 else f"artifacts[{j - 1}].path"
+                raise BundleError(f"{source}: field 'variants[{i}].{field}' {ref[:60]!r} lies inside {outer[:60]!r}, "
+                                  "which is a file of the bundle")
 
 
 def is_safe_relpath(ref: str) -> bool:

@@ -433,7 +433,8 @@ def test_a_member_path_inside_another_member_file_is_refused(tmp_path: Path,
         trace_path="traces/a.gz", artifacts=[{"path": "traces/a.gz/x.neff", "kind": "neff", "size_bytes": 3}]))
     (store / RUN_B / "traces").mkdir()
     (store / RUN_B / "traces" / "a.gz").write_bytes(gzip.compress(json.dumps(chrome_trace()).encode(), mtime=0))
-    site = tmp_path / "site"
+    (tmp_path / "out").mkdir()
+    site = tmp_path / "out" / "site"
     before = snapshot(store)
     assert main(["build", "--runs", str(store), "--out", str(site)]) == 3
     assert _one_error(capsys) == (f"{path}: field 'variants[0].artifacts[0].path' 'traces/a.gz/x.neff' lies inside "

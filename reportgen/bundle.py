@@ -248,6 +248,8 @@ def member_file(bundle_dir: Path, rel: str) -> Path:
         if path.is_symlink():
             raise BundleError(f"{path}: is a symbolic link; files of a run bundle must be real files inside it")
     if not path.is_file():
+        if path.exists():  # a FIFO or device would block the reader
+            raise BundleError(f"{path}: is not a regular file; the bundle is corrupt")
         raise BundleError(f"{path}: missing, but run.json names it; the bundle is incomplete")
     return path
 

@@ -495,6 +495,17 @@ def test_a_fifo_as_run_json_does_not_hang_build(tmp_path: Path, capsys: pytest.C
     assert _one_error(capsys) == f"{store}/{RUN_B}/run.json: is not a regular file; the bundle is corrupt"
 
 
+def test_a_fifo_as_a_stored_trace_is_named_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _store_with_a(tmp_path)
+    folder = write_synthetic(store, synthetic_run(run_id=RUN_B, created_utc="2026-12-01T00:00:00Z", with_traces=True))
+    (folder / "traces" / "fused.pt.trace.json.gz").unlink()
+    os.mkfifo(folder / "traces" / "fused.pt.trace.json.gz")
+    (tmp_path / "out").mkdir()
+    code = _finishes(lambda: main(["build", "--runs", str(store), "--out", str(tmp_path / "out" / "site")]))
+    assert code == 3
+    assert _one_error(capsys) == f"{folder}/traces/fused.pt.trace.json.gz: is not a regular file; the bundle is corrupt"
+
+
 def test_a_fifo_as_a_trace_does_not_hang_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     os.mkfifo(tmp_path / "t.json")
     code = _finishes(lambda: main(["import", str(tmp_path / "t.json"), "--store", str(tmp_path / "store")]))

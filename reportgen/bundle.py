@@ -104,11 +104,14 @@ class _DuplicateKey(ValueError):
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object as a dict, refusing a key that appears twice (json.loads would keep the last silently)."""
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _DuplicateKey(dup)
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return out
 
 
@@ -161,7 +164,7 @@ def load_run(bundle_dir: Path) -> Run:
 
 
 class NotRegularFile(OSError):
-    pass
+    """The path is a FIFO, socket or device: reading it could block for ever."""
 
 
 def open_regular(path: Path) -> io.BufferedReader:

@@ -11,12 +11,15 @@ The layout lives here and nowhere else: ``profile`` and ``import`` both name mem
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -136,10 +139,50 @@ def run_to_json(run: Run) -> str:
     return json.dumps(to_jsonable(run), indent=1, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
 
 
+class StoreWriteError(BundleError):
+    """A folder or file cannot be written (disk full, read-only, not a folder): ``path`` and ``reason`` say which."""
+
+    def __init__(self, path: Path | str, reason: str, fix: str = "choose another folder") -> None:
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path}: cannot write ({reason}); {fix}")
+
+
+def cannot_write(exc: OSError, where: Path | str) -> StoreWriteError:
+    """The one-line error for an OSError met while writing under ``where`` (the file it names, if any)."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return StoreWriteError(exc.filename if exc.filename else where, exc.strerror or type(exc).__name__,
+                           "free some space or choose another folder" if full else "choose another folder")
+
+
+def check_store(store: Path) -> None:
+    """Refuse a store path that exists but is not a folder (before any work is done)."""
+    if store.exists() and not store.is_dir():
+        raise BundleError(f"{store}: is not a folder; pass --store a results folder")
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object as a dict, refusing a key that appears twice (json.loads would keep the last silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
 def parse_run_json(text: str, source: Path | str) -> Run:
     """Validate and decode the text of a ``run.json``; every failure names the file and field."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise BundleError(f"{source}: key {str(exc)[:60]!r} appears twice in one object; the bundle is corrupt, "
+                          "re-run or re-import it") from None
     except (json.JSONDecodeError, ValueError) as exc:
         raise BundleError(f"{source}: not valid JSON ({exc}); the bundle is corrupt, re-run or re-import it") from None
     except RecursionError:
@@ -158,8 +201,10 @@ def load_run(bundle_dir: Path) -> Run:
     if bundle_dir.is_symlink() or path.is_symlink():
         raise BundleError(f"{path}: is a symbolic link; run bundles must be real folders inside the store")
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(MAX_RUN_JSON_BYTES + 1)
+    except NotRegularFile:
+        raise BundleError(f"{path}: is not a regular file; the bundle is corrupt") from None
     except FileNotFoundError:
         raise BundleError(f"{path}: missing; {bundle_dir} is not a run bundle") from None
     except OSError as exc:
@@ -177,6 +222,30 @@ def load_run(bundle_dir: Path) -> Run:
             "rename the folder to the run id"
         )
     return run
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, socket or device: reading it could block for ever."""
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """Open ``path`` for reading only if it is a regular file: a FIFO or device would block or never end.
+
+    The open itself does not block (O_NONBLOCK); the type is checked on the opened file, so it cannot change
+    between the check and the read. Raises IsADirectoryError for a folder, NotRegularFile for anything else.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path}: not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def _reject_constant(name: str) -> float:
@@ -210,6 +279,20 @@ def _check_run(run: Run, source: Path | str) -> None:
             if ref is not None and not is_safe_relpath(ref):
                 field = "trace_path" if j == 0 else f"artifacts[{j - 1}].path"
                 raise BundleError(f"{source}: field 'variants[{i}].{field}' {ref[:60]!r} points outside the bundle")
+    _check_no_file_holds_another(run, source)
+
+
+def _check_no_file_holds_another(run: Run, source: Path | str) -> None:
+    """Refuse member paths where one file would have to be the folder of another (``a`` and ``a/b``)."""
+    refs = {ref for v in run.variants for ref in (v.trace_path, *(a.path for a in v.artifacts)) if ref is not None}
+    for i, v in enumerate(run.variants):
+        for j, ref in enumerate([v.trace_path, *(a.path for a in v.artifacts)]):
+            parts = ref.split("/") if ref is not None else []
+            outer = next(("/".join(parts[:k]) for k in range(1, len(parts)) if "/".join(parts[:k]) in refs), None)
+            if ref is not None and outer is not None:
+                field = "trace_path" if j == 0 else f"artifacts[{j - 1}].path"
+                raise BundleError(f"{source}: field 'variants[{i}].{field}' {ref[:60]!r} lies inside {outer[:60]!r}, "
+                                  "which is a file of the bundle")
 
 
 def is_safe_relpath(ref: str) -> bool:
@@ -229,6 +312,8 @@ def member_file(bundle_dir: Path, rel: str) -> Path:
         if path.is_symlink():
             raise BundleError(f"{path}: is a symbolic link; files of a run bundle must be real files inside it")
     if not path.is_file():
+        if path.exists():  # a FIFO or device would block the reader
+            raise BundleError(f"{path}: is not a regular file; the bundle is corrupt")
         raise BundleError(f"{path}: missing, but run.json names it; the bundle is incomplete")
     return path
 
@@ -246,6 +331,22 @@ def load_store(store: Path) -> list[Run]:
     """Every run in ``store``, oldest first; any invalid bundle is an error naming it."""
     runs = [load_run(d) for d in list_run_dirs(store)]
     return sorted(runs, key=lambda r: (r.created_utc, r.run_id))
+
+
+def load_store_tolerant(store: Path) -> tuple[list[Run], list[BundleError]]:
+    """Every valid run in ``store`` (oldest first) and the error of each bundle that does not load.
+
+    For commands that can go on without a bad bundle (``runs``, ``build``): one corrupt bundle must not hide
+    the others. A store that is not a folder is still an error.
+    """
+    runs: list[Run] = []
+    problems: list[BundleError] = []
+    for d in list_run_dirs(store):
+        try:
+            runs.append(load_run(d))
+        except BundleError as exc:
+            problems.append(exc)
+    return sorted(runs, key=lambda r: (r.created_utc, r.run_id)), problems
 
 
 def resolve_run_dir(store: Path, ref: str) -> Path:
@@ -272,6 +373,28 @@ def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Pa
     """
     if not is_valid_run_id(run.run_id):
         raise BundleError(f"run id {run.run_id!r} is not a safe folder name")
+    text = checked_run_json(run, store / run.run_id / RUN_FILE)
+    check_store(store)
+    try:
+        return _write_bundle_files(store, run, files, text)
+    except OSError as exc:
+        raise cannot_write(exc, store) from None
+
+
+def checked_run_json(run: Run, source: Path | str) -> str:
+    """``run.json`` text for ``run``, refused unless the loader accepts it: whatever is stored must load."""
+    try:
+        text = run_to_json(run)
+    except ValueError as exc:
+        raise BundleError(f"{source}: {exc}; the run was not stored") from None
+    try:
+        parse_run_json(text, source)
+    except BundleError as exc:
+        raise BundleError(f"{exc.message}; the run was not stored") from None
+    return text
+
+
+def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes], text: str) -> Path:
     store.mkdir(parents=True, exist_ok=True)
     final = store / run.run_id
     if final.exists():
@@ -281,12 +404,14 @@ def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Pa
     try:
         for rel, content in sorted(files.items()):
             _write_member(tmp, rel, content)
-        _write_member(tmp, RUN_FILE, run_to_json(run).encode("utf-8"))
+        _write_member(tmp, RUN_FILE, text.encode("utf-8"))
         os.chmod(tmp, 0o755)
         _fsync_dir(tmp)
         try:
             os.rename(tmp, final)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
             raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten") from None
         _fsync_dir(store)
     finally:

@@ -35,7 +35,9 @@ from reportgen import devices
 from reportgen.bundle import (
     TRACE_SUFFIX,
     artifact_member,
+    cannot_write,
     check_label,
+    check_store,
     format_utc,
     make_temp_dir,
     new_run,
@@ -113,6 +115,9 @@ def plan_import(path: Path) -> ImportPlan:
         raise TraceError(f"{path}: no such file or folder; pass a trace (.json, .json.gz) or a profile_output/ folder")
     if path.is_file():
         return ImportPlan(path, Layout.FILE, (TraceInput(path, variant_name_for(path)),))
+    if not path.is_dir():  # a FIFO, socket or device: reading it could block forever, listing it fails
+        raise TraceError(f"{path}: is not a regular file or a folder; pass a trace file (.json, .json.gz) or a "
+                         "profile_output/ folder")
     for device, layout in devices.import_layouts():
         found = layout.find_traces(path)
         if found:
@@ -182,20 +187,24 @@ class _GzipWriter:
             self.blocks.put(block)
 
     def _run(self) -> None:
+        got_end = False
         try:
             with open(self.dest, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
                                                              compresslevel=TRACE_GZIP_LEVEL) as gz:
                 while (block := self.blocks.get()) is not None:
                     gz.write(block)
+                got_end = True  # closing can still fail (a full disk): the end marker is already taken
         except BaseException as exc:  # noqa: BLE001 - reported by close()
             self.error = exc
-            while self.blocks.get() is not None:
+            while not got_end and self.blocks.get() is not None:
                 pass
 
     def close(self) -> None:
         """Finish the file; raise if writing failed."""
         self.blocks.put(None)
         self.thread.join()
+        if isinstance(self.error, OSError):
+            raise cannot_write(self.error, self.dest)
         if self.error is not None:
             raise TraceError(f"{self.dest}: cannot write the trace copy ({self.error})")
 
@@ -228,9 +237,13 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     """Import ``request.path`` into ``store`` as one new run bundle; returns the bundle folder."""
     plan = plan_import(request.path)
     limit = max_trace_bytes()
+    check_store(store)
     store_existed = store.exists()
-    store.mkdir(parents=True, exist_ok=True)
-    staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
+    except OSError as exc:
+        raise cannot_write(exc, store) from None
     try:
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
         for item in plan.inputs:

@@ -68,7 +68,7 @@ def measure_variant(backend: Backend, variant: Variant, inputs: VariantInputs, s
         return _measure(backend, variant, inputs, settings, work_dir, progress, base)
     except DeviceUnavailable:
         raise
-    except Exception as exc:  # a variant's failure (compile error, OOM, ...) must not stop the others
+    except (Exception, SystemExit) as exc:  # a variant's failure (compile error, OOM, sys.exit) must not stop the others
         progress(f"{variant.name}: FAILED: {_one_line(exc)}")
         return VariantOutcome(dataclasses.replace(base, error=_one_line(exc)))
 

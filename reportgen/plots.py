@@ -440,13 +440,13 @@ class DrawnBar:
     """A bar as drawn: its row, lane, span, and the name to label it with (None: folded or merged, unlabelled)."""
 
     row: int
-    lane: LaneKind
+    lane: Lane
     start_us: float
     duration_us: float
     name: str | None
 
 
-def timeline_bars(layout: TimelineLayout, row_of: dict[tuple[LaneKind, int], int],
+def timeline_bars(layout: TimelineLayout, row_of: dict[tuple[Lane, int], int],
                   max_bars: int = MAX_TIMELINE_BARS) -> tuple[list[DrawnBar], str]:
     """The bars to draw and a note for the chart ('' when every event is drawn as its own bar).
 

@@ -7,25 +7,50 @@ inputs and the reference -> measure each variant -> write the bundle atomically 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gzip
 import secrets
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from reportgen.bundle import TMP_PREFIX, artifact_member, check_label, new_run, safe_component, trace_member, write_bundle
+from reportgen.bundle import (
+    TMP_PREFIX,
+    StoreWriteError,
+    artifact_member,
+    cannot_write,
+    check_label,
+    check_store,
+    make_temp_dir,
+    new_run,
+    remove_stale_temp_dirs,
+    safe_component,
+    trace_member,
+    write_bundle,
+)
 from reportgen.devices import import_torch, select_backend
 from reportgen.devices.backend import Backend, artifact_for
 from reportgen.environment import fingerprint, git_info
-from reportgen.errors import ExitCode, ScenarioError, UsageError
+from reportgen.errors import BundleError, ExitCode, ScenarioError, UsageError
 from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
 from reportgen.model import MeasureSettings, Run, RunSource, ScenarioInfo, VariantStatus
-from reportgen.scenario import Scenario, load_scenario, parse_dtype, parse_shape
+from reportgen.scenario import (
+    Scenario,
+    call_scenario,
+    check_input_size,
+    check_seed,
+    check_threads,
+    load_scenario,
+    parse_dtype,
+    parse_shape,
+)
 from reportgen.stats import summarize
 
 
@@ -50,7 +75,7 @@ class ProfileRequest:
         """Validate every argument before profiling starts; errors name the flag and the fix."""
         import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
         scenario = load_scenario(args.scenario)
-        shape = parse_shape(args.shape) if args.shape else scenario.default_shape
+        shape = parse_shape(args.shape) if args.shape is not None else scenario.default_shape
         dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype
         if dtype not in scenario.tolerances:
             raise ScenarioError(f"--dtype {dtype}: scenario {scenario.name!r} declares no tolerance for it; "
@@ -63,8 +88,11 @@ class ProfileRequest:
                                 f"{scenario.name!r} has {', '.join(names)}")
         _check_positive("--samples", args.samples, minimum=2)
         _check_positive("--warmup", args.warmup, minimum=0)
-        _check_positive("--threads", args.threads, minimum=1)
+        check_threads(args.threads)
+        check_seed(args.seed)
+        check_input_size(shape, dtype)
         check_label(args.label)
+        check_store(store)
         settings = MeasureSettingsIn(samples=args.samples or 50,
                                      warmup=3 if args.warmup is None else args.warmup)
         return ProfileRequest(args.device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
@@ -106,13 +134,47 @@ def run_profile(request: ProfileRequest) -> int:
     progress("measuring the bandwidth ceiling")
     peak = backend.measure_peak()
     created = datetime.now(timezone.utc).replace(microsecond=0)
-    with tempfile.TemporaryDirectory(prefix=TMP_PREFIX + "work-") as work:
-        outcomes = _measure_all(request, backend, Path(work), progress)
+    with _work_folder() as work:
+        outcomes = _measure_all(request, backend, work, progress)
         run = _assemble(request, backend, peak, created, outcomes, torch)
         files = _bundle_files(outcomes)
-        folder = write_bundle(request.store, _with_artifacts(run, outcomes, files), files)
+        folder = _store_or_keep(request.store, _with_artifacts(run, outcomes, files), files)
     _print_summary(run, folder)
     return ExitCode.OK if run.ok else ExitCode.VARIANT_FAILED
+
+
+WORK_PREFIX = TMP_PREFIX + "work-"
+UNSAVED_FOLDER = "reportgen-unsaved-runs"
+
+
+@contextlib.contextmanager
+def _work_folder() -> Iterator[Path]:
+    """A folder for raw traces in the system temp folder, named for this process; a killed profile's is removed."""
+    tmp = Path(tempfile.gettempdir())
+    try:
+        remove_stale_temp_dirs(tmp, WORK_PREFIX)
+        work = make_temp_dir(tmp, "profile", WORK_PREFIX)
+    except OSError as exc:
+        raise cannot_write(exc, tmp) from None
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _store_or_keep(store: Path, run: Run, files: dict[str, Path | bytes]) -> Path:
+    """Write the bundle to the store; if the store cannot be written, keep the measurement elsewhere and say where."""
+    try:
+        return write_bundle(store, run, files)
+    except StoreWriteError as exc:
+        fallback = Path(tempfile.gettempdir()) / UNSAVED_FOLDER
+        try:
+            kept = write_bundle(fallback, run, files)
+        except StoreWriteError as again:
+            raise StoreWriteError(exc.path, f"{exc.reason}; saving the run to {fallback} failed too "
+                                            f"({again.reason}), so the measurement is lost") from None
+        raise BundleError(f"{exc.path}: cannot write ({exc.reason}); the run was saved to {kept} instead: "
+                          "move that folder into the store when there is room") from None
 
 
 def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress: ProgressPrinter
@@ -121,11 +183,12 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
 
     sc = request.scenario
     dtype = getattr(torch, request.dtype)
-    args = sc.make_inputs(request.shape, dtype, request.seed, backend.torch_device())
-    reference = sc.reference(*args)
+    args = call_scenario(sc.make_inputs, "make_inputs", request.shape, dtype, request.seed, backend.torch_device())
+    reference = call_scenario(sc.reference, "reference", *args)
     itemsize = torch.empty((), dtype=dtype).element_size()
     inputs = VariantInputs(args, reference, sc.tolerances[request.dtype],
-                           sc.bytes_per_call(request.shape, itemsize), sc.flops_per_call(request.shape))
+                           call_scenario(sc.bytes_per_call, "bytes_per_call", request.shape, itemsize),
+                           call_scenario(sc.flops_per_call, "flops_per_call", request.shape))
     outcomes = []
     for variant in sc.variants:
         if variant.name not in request.variants:

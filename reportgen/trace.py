@@ -34,6 +34,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
+from reportgen.bundle import NotRegularFile, open_regular
 from reportgen.devices import classify_category, device_hint
 from reportgen.devices.lanes import Lane
 from reportgen.devices.spec import TraceFacts
@@ -123,7 +124,9 @@ def read_trace_copying(path: Path, max_uncompressed_bytes: int, sink: Callable[[
     """Read a trace file and pass every uncompressed byte to ``sink`` (to store a copy in one pass)."""
     source = str(path)
     try:
-        fh = open(path, "rb")
+        fh = open_regular(path)  # a FIFO or device would block the read forever
+    except NotRegularFile:
+        raise TraceError(f"{source}: is not a regular file; pass a trace file (.json or .json.gz)") from None
     except FileNotFoundError:
         raise TraceError(f"{source}: no such file") from None
     except IsADirectoryError:
@@ -221,6 +224,8 @@ _COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _NUMBER_TYPES = (int, float)
 _HASHABLE = (str, int)
 _INF = math.inf
+MAX_TIME_US = 1e18
+"""Largest ``ts``/``dur`` accepted (31,700 years in µs): sums and squares of such times stay finite."""
 _MAX_TOKEN_TAIL = 16  # a partial literal/escape at the end of the buffer ('-Infinity', '\\ud83d\\ude00')
 _FLOW_PHASES = frozenset({"s", "t", "f"})
 _KEPT_TOP_KEYS = frozenset({
@@ -284,6 +289,9 @@ class _Parser:
                                 ) from None
             except RecursionError:
                 raise self.fail("JSON nested too deeply; this is not a trace") from None
+            except ValueError:  # not a JSONDecodeError: only Python's 4,300-digit limit on int() raises it
+                raise self.fail("invalid JSON (an integer of more than 4300 digits) in the value at character "
+                                f"{self.consumed + self.pos}") from None
             if end >= len(self.buf) and self.more():
                 continue  # a number or literal may continue in the next chunk
             self.pos = end
@@ -359,7 +367,7 @@ class _Parser:
             buf = self.buf
             try:
                 obj, end = scan(buf, self.pos)
-            except (StopIteration, json.JSONDecodeError, RecursionError):
+            except (StopIteration, ValueError, RecursionError):
                 end = len(buf)
             if end >= len(buf):
                 obj = self.value()  # needs more input, or is an error: the slow path says which
@@ -423,8 +431,8 @@ class _EventBuilder:
         if ph == "X":
             ts: Any = get("ts")
             dur: Any = get("dur")
-            if type(ts) not in _NUMBER_TYPES or type(dur) not in _NUMBER_TYPES or not (0.0 <= dur < _INF) \
-                    or not (-_INF < ts < _INF):
+            if type(ts) not in _NUMBER_TYPES or type(dur) not in _NUMBER_TYPES or not (0.0 <= dur <= MAX_TIME_US) \
+                    or not (-MAX_TIME_US <= ts <= MAX_TIME_US):
                 self.add_complete(obj)  # raises the precise error
                 return
             self.emit(obj, get("args"), float(ts), float(dur))
@@ -441,8 +449,12 @@ class _EventBuilder:
             if value is None:
                 raise self.fail(obj, f"field '{key}' is missing")
             raise self.fail(obj, f"field '{key}' is {str(value)[:30]!r}, expected a number of microseconds")
-        if not math.isfinite(value):
+        if type(value) is float and not math.isfinite(value):
             raise self.fail(obj, f"field '{key}' is {value}, expected a finite number")
+        if not -MAX_TIME_US <= value <= MAX_TIME_US:  # an int of hundreds of digits, or 1e308: sums become inf
+            text = str(value)
+            raise self.fail(obj, f"field '{key}' is {text if len(text) <= 30 else text[:27] + '...'}, "
+                                 f"beyond {MAX_TIME_US:g} µs; not a real time")
         return float(value)
 
     def add_complete(self, obj: dict[str, Any]) -> None:

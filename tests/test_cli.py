@@ -36,8 +36,8 @@ def test_parser_knows_exactly_the_documented_commands() -> None:
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["profile", "--shape", "4,x"], 2, "--shape '4,x': expected comma-separated positive integers"),
-        (["profile", "--shape", "4,0"], 2, "--shape '4,0': every dimension must be a positive integer"),
+        (["profile", "--shape", "4,x"], 2, "shape '4,x': expected comma-separated positive integers"),
+        (["profile", "--shape", "4,0"], 2, "shape '4,0': every dimension must be a positive integer"),
         (["profile", "--dtype", "int8"], 2, "--dtype 'int8': choose one of float32, bfloat16, float16"),
         (["profile", "--variants", "naive,turbo"], 2, "--variants 'naive,turbo': unknown ['turbo']"),
         (["profile", "--scenario", "nosuch"], 2, "nosuch.py: no such scenario file; known scenarios: layernorm, rmsnorm"),

@@ -15,7 +15,6 @@ into a hidden staging folder in the same pass); build the Run; only then write t
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import gc
@@ -51,6 +50,7 @@ from reportgen.model import (
     VariantStatus,
 )
 from reportgen.optable import OpTable, build_op_table, per_step
+from reportgen.terminal import terminal_safe
 from reportgen.trace import Trace, max_trace_bytes, read_trace_copying
 
 NEURON_TRACE_GLOB = "*_pid_*/*/trace.json"
@@ -461,10 +461,10 @@ def _find_key(data: Any, key: str, depth: int = 0) -> float | None:
 # The CLI edge.
 
 
-def run_import_command(args: argparse.Namespace, store: Path) -> int:
-    """``reportgen import PATH [--label L] [--device D]``: print the new run id and its folder."""
-    check_label(args.label or "")
-    folder = import_run(ImportRequest(Path(args.path), args.label or "", args.device or "auto"), store)
-    print(f"imported run {folder.name}")
-    print(str(folder))
+def run_import_command(request: ImportRequest, store: Path) -> int:
+    """``reportgen import``: import ``request`` into ``store``, print the new run id and its folder."""
+    check_label(request.label)
+    folder = import_run(request, store)
+    print(f"imported run {terminal_safe(folder.name)}")
+    print(terminal_safe(folder))
     return int(ExitCode.OK)

@@ -122,8 +122,8 @@ def test_added_and_removed_variants_are_listed_not_regressions() -> None:
         ("naive", Outcome.NO_CHANGE), ("old", Outcome.REMOVED), ("new", Outcome.ADDED)]
     assert comp.verdict is Verdict.NO_CHANGE
     md = render_markdown(comp)
-    assert "| old | 10 µs | — | — | removed in head |" in md
-    assert "| new | — | 1 µs | — | added in head |" in md
+    assert "| old | 10.00 | — | — | removed in head |" in md
+    assert "| new | — | 1.00 | — | added in head |" in md
 
 
 def test_imported_runs_without_samples_are_not_comparable() -> None:
@@ -136,7 +136,7 @@ def test_imported_runs_without_samples_are_not_comparable() -> None:
 @pytest.mark.parametrize("threshold", [-1.0, float("nan"), float("inf")])
 def test_bad_threshold_is_a_usage_error(threshold: float) -> None:
     b, h = runs((v("x", (1.0,)),), (v("x", (1.0,)),))
-    with pytest.raises(UsageError, match=r"^--threshold .*: must be a finite number of percent >= 0$"):
+    with pytest.raises(UsageError, match=r"^threshold .*: must be a finite number of percent >= 0$"):
         compare_runs(b, h, threshold)
 
 
@@ -204,7 +204,7 @@ def test_op_diff_per_step_added_gone_calls_and_largest_self_changes() -> None:
     assert [(o.name, o.delta_self_us) for o in d.largest_self_changes] == [
         ("aten::mul", -100.0), ("aten::_fused_rms_norm", 30.0), ("aten::add", -20.0)]
     md = render_markdown(compare_runs(b, h, 5.0))
-    assert "| aten\\:\\:mul | 150 µs | 50 µs | -100 µs |" in md
+    assert "| aten\\:\\:mul | 150.0 | 50.00 | -100.0 |" in md
     assert "Ops added (1): aten\\:\\:\\_fused\\_rms\\_norm (calls: 1)" in md
 
 
@@ -224,8 +224,8 @@ def test_comment_has_marker_verdict_table_links_and_method() -> None:
     lines = md.splitlines()
     assert lines[0] == MARKER
     assert lines[1] == "### :x: reportgen: regression in 1 of 2 variants: naive +30.0 %" and lines[2] == ""
-    assert "| naive | 100 µs | 130 µs | +30.0 % (+30.0 % to +30.0 %) | :red_circle: slower |" in lines
-    assert "| fused | 50 µs | 50 µs | +0.0 % (+0.0 % to +0.0 %) | no significant change |" in lines
+    assert "| naive | 100.0 | 130.0 | +30.0 % (+30.0 % to +30.0 %) | :red_circle: slower |" in lines
+    assert "| fused | 50.00 | 50.00 | +0.0 % (+0.0 % to +0.0 %) | no significant change |" in lines
     assert ("Run pages: [base](https://user.github.io/my%20repo/runs/20261130T000000Z-cpu-test-abc123/) · "
             f"[head](https://user.github.io/my%20repo/runs/{HEAD_ID}/)") in lines
     assert "95 \\% percentile\\-bootstrap interval" in lines[-1] and "excludes 0" in lines[-1]
@@ -248,7 +248,7 @@ def test_verdicts_for_improvement_and_no_change() -> None:
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "user.github.io/repo", "file:///etc/passwd"])
 def test_site_url_must_be_http(url: str) -> None:
-    with pytest.raises(UsageError, match=r"^--site-url .*: expected an http\(s\) URL"):
+    with pytest.raises(UsageError, match=r"^site_url .*: expected an http\(s\) URL"):
         run_page_url(url, "r1")
 
 

@@ -241,8 +241,10 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    from reportgen.bundle import check_label
     from reportgen.importer import ImportRequest, run_import_command
 
+    check_label(args.label or "")
     request = ImportRequest(Path(args.path), args.label or "", args.device or "auto")
     return run_import_command(request, _store(args))
 

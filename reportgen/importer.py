@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.bundle import check_label, make_run_id, make_temp_dir, safe_component, write_bundle
+from reportgen.bundle import make_run_id, make_temp_dir, safe_component, write_bundle
 from reportgen.errors import ExitCode, TraceError
 from reportgen.model import (
     SCHEMA_VERSION,
@@ -463,7 +463,6 @@ def _find_key(data: Any, key: str, depth: int = 0) -> float | None:
 
 def run_import_command(request: ImportRequest, store: Path) -> int:
     """``reportgen import``: import ``request`` into ``store``, print the new run id and its folder."""
-    check_label(request.label)
     folder = import_run(request, store)
     print(f"imported run {terminal_safe(folder.name)}")
     print(terminal_safe(folder))

@@ -41,7 +41,8 @@ Runs of different devices or scenario parameters are refused; differing software
 exit codes:
   0  compared (no significant slowdown, or --fail-on-regression not given)
   1  --fail-on-regression: a variant is significantly slower, or failed/incorrect in HEAD but OK in BASE
-  2  bad command-line arguments (--threshold, --site-url)
+  2  bad command-line arguments (--threshold, --site-url); --output is not a regular file, a new path
+     or a symlink to one, or cannot be written
   3  a run is missing or corrupt, or the runs cannot be compared (device or scenario parameters differ)
  70  internal error
 """

@@ -29,6 +29,7 @@ from reportgen import __version__
 from reportgen.bundle import load_run, resolve_run_dir
 from reportgen.codec import to_jsonable
 from reportgen.errors import CompareError, ExitCode, UsageError
+from reportgen.formatting import url_absolute
 from reportgen.mdtext import clip
 from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
 from reportgen.render import md_env
@@ -413,7 +414,7 @@ def run_page_url(site_url: str, run_id: str) -> str:
     """The permanent page of ``run_id`` under the site root ``site_url``, percent-encoded for Markdown."""
     if not valid_site_url(site_url):
         raise UsageError(f"site_url {clip(site_url, 60)!r}: expected an http(s) URL such as https://user.github.io/repo/")
-    root = urllib.parse.quote(site_url.rstrip("/"), safe=":/?#=&%~+,;@!$*")
+    root = url_absolute(site_url.rstrip("/"))
     return f"{root}/runs/{urllib.parse.quote(run_id, safe='')}/"
 
 

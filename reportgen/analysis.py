@@ -16,7 +16,6 @@ from reportgen import stats
 from reportgen.devices.lanes import Lane
 from reportgen.model import DeviceKind, OpRow, Run, RunSource, TimeBasis, VariantResult, VariantStatus
 
-BASELINE_VARIANT = "naive"
 FUSED_VARIANT = "fused"
 COMPILED_VARIANT = "compiled"
 MAX_OP_ROWS = 20
@@ -211,10 +210,11 @@ class Speedup:
 
 
 def baseline_name(run: Run) -> str | None:
-    """"naive" when it ran, else the first variant that has timing samples."""
+    """The baseline the scenario declared (``run.scenario.baseline``) when it was timed, else the first timed variant."""
     timed = [v for v in run.variants if v.samples_us and v.status is not VariantStatus.FAILED]
-    if any(v.name == BASELINE_VARIANT for v in timed):
-        return BASELINE_VARIANT
+    declared = run.scenario.baseline
+    if declared is not None and any(v.name == declared for v in timed):
+        return declared
     return timed[0].name if timed else None
 
 

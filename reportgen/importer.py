@@ -16,7 +16,6 @@ into a hidden staging folder in the same pass); build the Run; only then write t
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import gc
@@ -36,7 +35,6 @@ from reportgen.bundle import (
     TRACE_SUFFIX,
     artifact_member,
     cannot_write,
-    check_label,
     check_store,
     format_utc,
     make_temp_dir,
@@ -61,6 +59,7 @@ from reportgen.model import (
     VariantStatus,
 )
 from reportgen.optable import OpTable, build_op_table, per_step
+from reportgen.terminal import terminal_safe
 from reportgen.trace import Trace, max_trace_bytes, read_trace_copying
 
 MAX_BASE_TIME_NS = 253402300799 * 10**9
@@ -403,10 +402,9 @@ def _remove_if_empty(folder: Path) -> None:
 # The CLI edge.
 
 
-def run_import_command(args: argparse.Namespace, store: Path) -> int:
-    """``reportgen import PATH [--label L] [--device D]``: print the new run id and its folder."""
-    check_label(args.label or "")
-    folder = import_run(ImportRequest(Path(args.path), args.label or "", args.device or "auto"), store)
-    print(f"imported run {folder.name}")
-    print(str(folder))
+def run_import_command(request: ImportRequest, store: Path) -> int:
+    """``reportgen import``: import ``request`` into ``store``, print the new run id and its folder."""
+    folder = import_run(request, store)
+    print(f"imported run {terminal_safe(folder.name)}")
+    print(terminal_safe(folder))
     return int(ExitCode.OK)

@@ -162,6 +162,7 @@ class ScenarioInfo:
     name: str
     description: str
     parameters: dict[str, str] = field(default_factory=dict)
+    baseline: str | None = None  # the variant speedups are measured against; None: the first timed variant
 
 
 @dataclass(frozen=True)

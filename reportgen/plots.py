@@ -277,7 +277,7 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
         ax_time.set_title(group.title, fontsize=10, loc="left")
         if with_gain:
             ax_gain.set_ylabel("speedup vs baseline (×)")
-            ax_gain.set_title("speedup over the baseline (naive, or the first variant)", fontsize=8, loc="left")
+            ax_gain.set_title("speedup over each run's baseline variant", fontsize=8, loc="left")
             ax_gain.axhline(1.0, color="#999999", lw=0.8, ls="--")
             ax_gain.set_ylim(bottom=0)
         n_runs = len(group.run_ids)

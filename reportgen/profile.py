@@ -6,7 +6,6 @@ inputs and the reference -> measure each variant -> write the bundle atomically 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import gzip
@@ -21,13 +20,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from reportgen.analysis import baseline_name
 from reportgen.bundle import (
     TMP_PREFIX,
     StoreWriteError,
     artifact_member,
     cannot_write,
-    check_label,
-    check_store,
     make_temp_dir,
     new_run,
     remove_stale_temp_dirs,
@@ -35,23 +33,18 @@ from reportgen.bundle import (
     trace_member,
     write_bundle,
 )
-from reportgen.devices import import_torch, select_backend
+from reportgen.devices import select_backend
 from reportgen.devices.backend import Backend, artifact_for
 from reportgen.environment import fingerprint, git_info
-from reportgen.errors import BundleError, ExitCode, ScenarioError, UsageError
+from reportgen.errors import BundleError, ExitCode
 from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
 from reportgen.model import MeasureSettings, Run, RunSource, ScenarioInfo, VariantStatus
 from reportgen.scenario import (
     Scenario,
     call_scenario,
-    check_input_size,
-    check_seed,
-    check_threads,
-    load_scenario,
-    parse_dtype,
-    parse_shape,
 )
 from reportgen.stats import summarize
+from reportgen.terminal import terminal_safe
 
 
 @dataclass(frozen=True)
@@ -70,39 +63,6 @@ class ProfileRequest:
     store: Path
     quiet: bool
 
-    @staticmethod
-    def from_cli(args: argparse.Namespace, store: Path) -> ProfileRequest:
-        """Validate every argument before profiling starts; errors name the flag and the fix."""
-        import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
-        scenario = load_scenario(args.scenario)
-        shape = parse_shape(args.shape) if args.shape is not None else scenario.default_shape
-        dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype
-        if dtype not in scenario.tolerances:
-            raise ScenarioError(f"--dtype {dtype}: scenario {scenario.name!r} declares no tolerance for it; "
-                                f"use one of {', '.join(sorted(scenario.tolerances))} or add it to the scenario")
-        names = scenario.variant_names()
-        chosen = tuple(x.strip() for x in args.variants.split(",")) if args.variants else tuple(names)
-        unknown = [x for x in chosen if x not in names]
-        if unknown or not chosen:
-            raise ScenarioError(f"--variants {args.variants!r}: unknown {unknown}; scenario "
-                                f"{scenario.name!r} has {', '.join(names)}")
-        _check_positive("--samples", args.samples, minimum=2)
-        _check_positive("--warmup", args.warmup, minimum=0)
-        check_threads(args.threads)
-        check_seed(args.seed)
-        check_input_size(shape, dtype)
-        check_label(args.label)
-        check_store(store)
-        settings = MeasureSettingsIn(samples=args.samples or 50,
-                                     warmup=3 if args.warmup is None else args.warmup)
-        return ProfileRequest(args.device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
-                              args.threads, store, args.quiet)
-
-
-def _check_positive(flag: str, value: int | None, minimum: int) -> None:
-    if value is not None and value < minimum:
-        raise UsageError(f"{flag} {value}: must be at least {minimum}")
-
 
 class ProgressPrinter:
     """One line per phase on stderr, with the elapsed time: readable in a terminal and in CI logs."""
@@ -118,7 +78,7 @@ class ProgressPrinter:
     def __call__(self, message: str) -> None:
         if not self.quiet:
             where = f"[{self.index}/{self.total}] " if self.index else ""
-            print(f"{time.monotonic() - self.t0:6.1f}s {where}{message}", file=self.stream, flush=True)
+            print(f"{time.monotonic() - self.t0:6.1f}s {where}{terminal_safe(message)}", file=self.stream, flush=True)
 
 
 def run_profile(request: ProfileRequest) -> int:
@@ -208,7 +168,8 @@ def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: dat
         environment=fingerprint(torch, backend.device_name(), backend.environment_extras()),
         peak=peak,
         scenario=ScenarioInfo(request.scenario.name, request.scenario.description, {
-            "shape": ",".join(str(d) for d in request.shape), "dtype": request.dtype, "seed": str(request.seed)}),
+            "shape": ",".join(str(d) for d in request.shape), "dtype": request.dtype, "seed": str(request.seed)},
+            baseline=request.scenario.baseline_among(request.variants)),
         variants=tuple(o.result for o in outcomes),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=s.samples, calls_per_sample=s.calls_per_sample or 0,
                                  profile_wait=s.profile_wait, profile_warmup=s.profile_warmup,
@@ -238,16 +199,21 @@ def _with_artifacts(run: Run, outcomes: list[VariantOutcome], files: dict[str, P
 
 
 def _print_summary(run: Run, folder: Path) -> None:
-    base = run.variant("naive") or (run.variants[0] if run.variants else None)
+    """The run's table on stdout; every string from the scenario or the run through ``terminal_safe``."""
+    base_name = baseline_name(run)
+    base = run.variant(base_name) if base_name else None
     base_summary = summarize(base.samples_us) if base else None
-    print(f"run {run.run_id} ({run.device.value}, {run.scenario.parameters['shape']} {run.scenario.parameters['dtype']})")
+    params = run.scenario.parameters
+    print(terminal_safe(f"run {run.run_id} ({run.device.value}, {params['shape']} {params['dtype']})"))
     for v in run.variants:
         s = summarize(v.samples_us)
+        name = terminal_safe(v.name)
         if v.status is VariantStatus.FAILED or s is None:
-            print(f"  {v.name:<10} FAILED  {v.error}")
+            print(f"  {name:<10} FAILED  {terminal_safe(v.error)}")
             continue
-        speed = f"{base_summary.median_us / s.median_us:5.2f}x vs {base.name}" if base_summary and base else ""
+        speed = (f"{base_summary.median_us / s.median_us:5.2f}x vs {terminal_safe(base.name)}"
+                 if base_summary and base else "")
         mark = "ok" if v.status is VariantStatus.OK else "WRONG RESULT"
-        print(f"  {v.name:<10} {s.median_us:12.1f} us/call  (n={s.n}, p10-p90 {s.p10_us:.1f}-{s.p90_us:.1f})"
+        print(f"  {name:<10} {s.median_us:12.1f} us/call  (n={s.n}, p10-p90 {s.p10_us:.1f}-{s.p90_us:.1f})"
               f"  {speed}  {mark}")
-    print(f"stored in {folder}")
+    print(f"stored in {terminal_safe(folder)}")

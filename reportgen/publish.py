@@ -17,7 +17,6 @@ site, so a build cannot swap the folder under it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -31,6 +30,7 @@ from reportgen.bundle import is_safe_relpath
 from reportgen.errors import ConflictError, ExitCode, SiteError
 from reportgen.site.fs import BUILD_PREFIXES, shared_lock
 from reportgen.site.manifest import MANIFEST_FILE, NOJEKYLL, RUN_PAGE, RUNS_DIR, manifest_pages
+from reportgen.terminal import terminal_safe
 
 FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "reportgen",
@@ -289,8 +289,19 @@ def _push(git: _Git, remote: str, ref: str) -> bool:
     return True
 
 
-def run_publish_command(args: argparse.Namespace) -> int:
-    """CLI edge: publish and print one line."""
-    result = publish_site(args.site, args.repo, args.branch, args.remote, args.push)
-    print(result.summary())
+@dataclass(frozen=True)
+class PublishRequest:
+    """What to publish where: the built site, the repository, its branch, and whether to push it to ``remote``."""
+
+    site: Path
+    repo: Path
+    branch: str = "gh-pages"
+    remote: str = "origin"
+    push: bool = False
+
+
+def run_publish_command(request: PublishRequest) -> int:
+    """Publish ``request.site`` and print one line."""
+    result = publish_site(request.site, request.repo, request.branch, request.remote, request.push)
+    print(terminal_safe(result.summary()))
     return ExitCode.OK

@@ -69,10 +69,17 @@ class Scenario:
     bytes_per_call: Callable[[tuple[int, ...], int], int]
     flops_per_call: Callable[[tuple[int, ...]], int]
     tolerances: dict[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    baseline: str | None = None
+    """The variant speedups are measured against; None: the first variant."""
 
     def variant_names(self) -> list[str]:
         """Names of the variants in declaration order."""
         return [v.name for v in self.variants]
+
+    def baseline_among(self, chosen: tuple[str, ...]) -> str | None:
+        """The declared baseline (else the first variant) when it is among ``chosen``, else the first chosen."""
+        declared = self.baseline or (self.variants[0].name if self.variants else None)
+        return declared if declared in chosen else (chosen[0] if chosen else None)
 
 
 def load_scenario(ref: str, scenarios_dir: Path = SCENARIOS_DIR) -> Scenario:

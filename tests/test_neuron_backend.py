@@ -54,7 +54,9 @@ def test_full_profile_drives_the_documented_api(stand_in, tmp_path: Path, monkey
     monkeypatch.setattr(profile, "select_backend", lambda name: CpuPlacedNeuronBackend())
     args = argparse.Namespace(scenario="rmsnorm", shape="2,64", dtype=None, seed=0, label="stand-in",
                               variants=None, samples=3, warmup=1, threads=None, quiet=True, device="neuron")
-    code = profile.run_profile(profile.ProfileRequest.from_cli(args, tmp_path))
+    from reportgen.cli import profile_request
+
+    code = profile.run_profile(profile_request(args, tmp_path))
     assert code == 0
     kinds = [c[0] for c in stand_in.CALLS]
     configs = [c[1] for c in stand_in.CALLS if c[0] == "NeuronConfig"]

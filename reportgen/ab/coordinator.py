@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from reportgen.ab.pairstats import METHOD, AbVerdict, PairStats, overall_verdict, pair_stats
+from reportgen.ab.pairstats import METHOD, MIN_ROUNDS_FOR_INTERVAL, AbVerdict, PairStats, overall_verdict, pair_stats
 from reportgen.errors import ExitCode, ReportgenError, UsageError
 
 SIDES = ("base", "head")
@@ -70,8 +70,9 @@ class AbSettings:
         """Refuse settings that cannot give a verdict; the message names the flag."""
         if not self.threshold_pct > 0:
             raise UsageError(f"--threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5")
-        if self.min_rounds < 4 or self.min_rounds % 2:
-            raise UsageError(f"--min-rounds {self.min_rounds}: must be an even number >= 4 (ABBA pairs)")
+        if self.min_rounds < MIN_ROUNDS_FOR_INTERVAL or self.min_rounds % 2:
+            raise UsageError(f"--min-rounds {self.min_rounds}: must be an even number >= {MIN_ROUNDS_FOR_INTERVAL} "
+                             "(ABBA pairs; fewer rounds have no 95 % interval)")
         if not self.max_seconds > 0:
             raise UsageError(f"--max-seconds {self.max_seconds:g}: must be positive")
         if self.samples_per_block < 1:
@@ -180,11 +181,14 @@ def round_order(index: int) -> tuple[str, str]:
 
 
 def coordinate(base: Worker, head: Worker, roots: dict[str, str], scenario: str, settings: AbSettings,
-               clock: Callable[[], float] = time.monotonic) -> PairResult:
+               clock: Callable[[], float] = time.monotonic, progress: Callable[[str], None] | None = None
+               ) -> PairResult:
     """Measure a pair to a verdict (see the module docstring). ``roots`` maps side -> checkout folder."""
     settings.check()
+    say = progress or (lambda _message: None)
     workers = {"base": base, "head": head}
     t0 = clock()
+    say("loading both sides")
     loaded = _load_both(workers, roots, scenario, settings)
     if any(s.error for s in loaded.values()):
         return _unmeasured(settings, loaded, None, None, (), clock() - t0)
@@ -192,6 +196,7 @@ def coordinate(base: Worker, head: Worker, roots: dict[str, str], scenario: str,
     selected = _selected(loaded, settings.variants)
     sides = dict(loaded)
     for side in SIDES:  # sequentially: one side's compile does not disturb the other's calibration
+        say(f"warming up and compiling {side}")
         wanted = [n for n in selected if n in loaded[side].declared]
         sides[side] = _warm(workers[side], loaded[side], shape, dtype, wanted, settings)
     warm_s = clock() - t0
@@ -199,7 +204,9 @@ def coordinate(base: Worker, head: Worker, roots: dict[str, str], scenario: str,
         return _unmeasured(settings, sides, shape, dtype, notes, warm_s)
     pairs = _classify(sides["base"], sides["head"], selected)
     calls = {p.name: p.calls_per_sample or 1 for p in pairs if p.kind is VariantKind.MEASURED}
+    say(f"interleaved rounds of {settings.samples_per_block} samples per variant: {', '.join(calls) or 'none'}")
     rounds, variants, stop, rounds_s = _run_rounds(workers, calls, pairs, settings, clock)
+    say(f"{len(rounds)} rounds in {rounds_s:.1f} s; stopped: {stop}")
     return PairResult(settings, sides["base"], sides["head"], shape, dtype, variants, rounds, stop, rounds_s, warm_s,
                       notes)
 

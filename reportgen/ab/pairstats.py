@@ -6,17 +6,18 @@ ABBA order. Per round and side the block's median is taken; the round's ratio is
 moves both sides of a round together, so it cancels in the ratio; the ABBA order cancels a
 linear trend inside a pair of rounds too.
 
-Interval method: a Student-t interval on the log ratios of the rounds (mean ± t(0.975, n-1) ·
-sd/√n, exponentiated). Why this and not a bootstrap over rounds: with the 8-30 rounds a
-verdict uses, a percentile bootstrap is known to be too narrow (it behaves like a z-interval
-with an n, not n-1, divisor), which is exactly the false-alarm direction; the t-interval is
-exact for normal log ratios, and per-round medians of a block are close to normal. Logs make
-a 2x slowdown and a 2x speedup symmetric. One disturbed round widens the interval (sd grows),
-which makes the verdict *inconclusive* (more rounds), never a false *regression*.
+Interval method: the distribution-free (sign-test) 95 % interval for the median of the
+per-round ratios: order the n ratios and take the k-th smallest and the k-th largest, k the
+largest order with 2 * P(Binomial(n, 1/2) < k) <= 5 % (its exact coverage, >= 95 %, is
+stated). Why this and not a t-interval or a bootstrap over rounds: on a shared machine a
+preempted round gives a ratio of 0.2 or 6 (measured here, under load from other processes);
+such a round inflates a standard deviation without bound, but moves an order statistic by at
+most one place. It assumes only that the rounds are independent; it needs at least 6 rounds.
+A bootstrap over 8-30 rounds is also known to be too narrow (the false-alarm direction).
 
-Verdict against a threshold t (percent): *regression* when the whole interval of the change
-lies at or above +t, *improvement* when it lies at or below -t, *no change* when it lies
-strictly inside (-t, +t), *inconclusive* when it straddles either edge.
+Verdict against a threshold t (percent): *regression* when the whole interval of the ratio
+lies at or above 1 + t/100, *improvement* when it lies at or below 1 - t/100, *no change* when
+it lies strictly inside, *inconclusive* when it straddles either edge.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 CONFIDENCE = 0.95
-MIN_ROUNDS_FOR_INTERVAL = 3
-"""Below this many rounds no interval is claimed (df = 1 gives a t quantile of 12.7)."""
-METHOD = ("per-round medians, ratio head/base per round, 95 % Student-t interval on the mean log ratio "
-          "over rounds (ABBA order)")
+MIN_ROUNDS_FOR_INTERVAL = 6
+"""The fewest rounds with a 95 % sign-test interval (with 5, even the extreme order statistics cover only 93.8 %)."""
+METHOD = ("median of each side's block per round, ratio head/base per round, distribution-free 95 % interval "
+          "for the median ratio over rounds (sign test: binomial order statistics), rounds in ABBA order")
 
 
 class AbVerdict(str, Enum):
@@ -46,11 +47,11 @@ class AbVerdict(str, Enum):
 class PairStats:
     """One variant's paired result over ``rounds`` rounds.
 
-    ``ratio`` is the geometric mean of the per-round ratios head/base; ``ci_low``/``ci_high`` its
-    95 % interval. ``base_noise_pct``/``head_noise_pct`` are the pair's own noise: the sample
-    standard deviation of the log per-round medians of one side, in percent (about the
-    coefficient of variation of a side's round medians). ``ratio_noise_pct`` is the same for the
-    per-round log ratios.
+    ``ratio`` is the median of the per-round ratios head/base; ``ci_low``/``ci_high`` its sign-test
+    interval, whose exact coverage (>= 95 %) is ``coverage``. ``base_noise_pct``/``head_noise_pct``
+    are the pair's own noise: the robust spread (1.4826 x MAD of the logs, in percent, about a
+    coefficient of variation) of one side's round medians. ``ratio_noise_pct``: the same for the
+    per-round ratios.
     """
 
     rounds: int
@@ -60,6 +61,7 @@ class PairStats:
     ratio: float
     ci_low: float
     ci_high: float
+    coverage: float
     base_noise_pct: float
     head_noise_pct: float
     ratio_noise_pct: float
@@ -94,66 +96,37 @@ def round_medians(rounds: Sequence[Sequence[float]]) -> tuple[float, ...]:
     return tuple(median(block) for block in rounds)
 
 
-def log_spread_pct(values: Sequence[float]) -> float:
-    """Sample standard deviation (n-1) of ``log(values)`` in percent; 0 for fewer than two values."""
+def robust_spread_pct(values: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation of ``log(values)``, in percent: a standard deviation that one
+    disturbed round cannot inflate (it equals the sd for normal data). 0 for fewer than two values."""
     if len(values) < 2:
         return 0.0
     logs = [math.log(v) for v in values]
-    mean = sum(logs) / len(logs)
-    return math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)) * 100.0
+    center = median(logs)
+    return 1.4826 * median([abs(x - center) for x in logs]) * 100.0
 
 
-def t_two_sided_cdf(t: float, df: int) -> float:
-    """P(|T| <= t) for Student's t with integer ``df`` (exact finite series, Abramowitz & Stegun 26.7.3-4)."""
-    if df < 1:
-        raise ValueError("df must be >= 1")
-    if t <= 0:
-        return 0.0
-    theta = math.atan(t / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    if df % 2 == 1:
-        term, total = math.cos(theta), 0.0
-        if df > 1:
-            total = term
-            for k in range(3, df - 1, 2):  # coefficients 2/3, 2*4/(3*5), ...
-                term *= c2 * (k - 1) / k
-                total += term
-        return 2.0 / math.pi * (theta + math.sin(theta) * total)
-    term, total = 1.0, 1.0
-    for k in range(2, df - 1, 2):  # coefficients 1/2, 1*3/(2*4), ...
-        term *= c2 * (k - 1) / k
-        total += term
-    return math.sin(theta) * total
-
-
-def t_quantile(confidence: float, df: int) -> float:
-    """The t with P(|T| <= t) = ``confidence`` (e.g. 0.95 -> 2.5706 at df 5), by bisection on the exact CDF."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be in (0, 1)")
-    lo, hi = 0.0, 1.0
-    while t_two_sided_cdf(hi, df) < confidence:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if t_two_sided_cdf(mid, df) < confidence:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
+def sign_test_rank(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
+    """(k, coverage): the largest k with 2 * P(Binomial(n, 1/2) <= k - 1) <= 1 - confidence, and the exact
+    coverage 1 - 2 * P(B <= k - 1) of the interval [k-th smallest, k-th largest]. k = 0: no interval exists."""
+    alpha = 1.0 - confidence
+    cdf, k = 0.0, 0
+    while k < n // 2:
+        nxt = cdf + math.comb(n, k) / 2.0**n  # P(B <= k)
+        if 2.0 * nxt > alpha:
             break
-    return (lo + hi) / 2.0
+        cdf, k = nxt, k + 1
+    return (k, 1.0 - 2.0 * cdf)
 
 
-def log_ratio_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """(geometric mean, low, high) of positive ratios: a Student-t interval on their logs, exponentiated."""
+def median_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+    """(median, low, high, coverage) of the ratios: the sign-test interval for their median."""
     n = len(ratios)
-    if n < MIN_ROUNDS_FOR_INTERVAL:
+    k, coverage = sign_test_rank(n, confidence)
+    if n < MIN_ROUNDS_FOR_INTERVAL or k == 0:
         raise ValueError(f"an interval needs at least {MIN_ROUNDS_FOR_INTERVAL} rounds, got {n}")
-    logs = [math.log(r) for r in ratios]
-    mean = sum(logs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    half = t_quantile(confidence, n - 1) * sd / math.sqrt(n)
-    return (math.exp(mean), math.exp(mean - half), math.exp(mean + half))
+    ordered = sorted(ratios)
+    return (median(ordered), ordered[k - 1], ordered[n - k], coverage)
 
 
 def verdict_for(ci_low: float, ci_high: float, threshold_pct: float) -> AbVerdict:
@@ -180,7 +153,7 @@ def pair_stats(base_rounds: Sequence[Sequence[float]], head_rounds: Sequence[Seq
     if any(m <= 0 for m in (*base_med, *head_med)):
         raise ValueError("round medians must be positive times")
     ratios = tuple(h / b for h, b in zip(head_med, base_med, strict=True))
-    ratio, low, high = log_ratio_interval(ratios)
+    ratio, low, high, coverage = median_interval(ratios)
     return PairStats(
         rounds=len(ratios),
         base_round_medians_us=base_med,
@@ -189,9 +162,10 @@ def pair_stats(base_rounds: Sequence[Sequence[float]], head_rounds: Sequence[Seq
         ratio=ratio,
         ci_low=low,
         ci_high=high,
-        base_noise_pct=log_spread_pct(base_med),
-        head_noise_pct=log_spread_pct(head_med),
-        ratio_noise_pct=log_spread_pct(ratios),
+        coverage=coverage,
+        base_noise_pct=robust_spread_pct(base_med),
+        head_noise_pct=robust_spread_pct(head_med),
+        ratio_noise_pct=robust_spread_pct(ratios),
         threshold_pct=threshold_pct,
         verdict=verdict_for(low, high, threshold_pct),
     )

@@ -128,10 +128,10 @@ def test_median_and_refusals() -> None:
 
 
 def test_overall_verdict_precedence() -> None:
-    R, I, N, Q = AbVerdict.REGRESSION, AbVerdict.IMPROVEMENT, AbVerdict.NO_CHANGE, AbVerdict.INCONCLUSIVE
-    assert overall_verdict([N, Q, R, I]) is R
-    assert overall_verdict([N, Q, I]) is Q
-    assert overall_verdict([N, I]) is I
+    R, Up, N, Q = AbVerdict.REGRESSION, AbVerdict.IMPROVEMENT, AbVerdict.NO_CHANGE, AbVerdict.INCONCLUSIVE
+    assert overall_verdict([N, Q, R, Up]) is R
+    assert overall_verdict([N, Q, Up]) is Q
+    assert overall_verdict([N, Up]) is Up
     assert overall_verdict([N, N]) is N and overall_verdict([]) is N
 
 

@@ -59,6 +59,7 @@ class AbSettings:
     max_rounds: int = 400
     max_seconds: float = 120.0  # budget for the timed rounds (warm-up and compiles not counted)
     samples_per_block: int = 8
+    discard_per_block: int = 1  # samples dropped at the start of each block: the first after a switch ran slow
     warmup: int = 3
     shape: tuple[int, ...] | None = None  # None: the base scenario's default
     dtype: str | None = None
@@ -342,7 +343,8 @@ def _run_rounds(workers: dict[str, Worker], calls: dict[str, int], pairs: tuple[
                 ) -> tuple[tuple[RoundRecord, ...], tuple[VariantPair, ...], str, float]:
     if not calls:
         return ((), pairs, "not measured", 0.0)
-    block = {"cmd": "block", "samples": settings.samples_per_block, "calls": calls}
+    block = {"cmd": "block", "samples": settings.samples_per_block, "discard": settings.discard_per_block,
+             "calls": calls}
     for _ in range(PRIMING_ROUNDS):  # after the other side's warm-up, caches and clocks settle: not recorded
         _one_round(workers, block, 0)
     t0 = clock()

@@ -11,8 +11,8 @@ Protocol (one JSON object per line; the worker answers every command with one li
 - ``{"cmd": "warm", "shape": [..], "dtype": "float32", "seed": 0, "variants": [..], "warmup": 3}`` ->
   ``{"event": "warm", "variants": {name: {"status", "error", "first_call_us", "calls_per_sample", ...}}}``:
   inputs made, every variant compiled, checked against the reference, warmed up and calibrated.
-- ``{"cmd": "block", "samples": N, "calls": {name: calls_per_sample}}`` ->
-  ``{"event": "block", "samples_us": {name: [N per-call times in µs]}}``
+- ``{"cmd": "block", "samples": N, "discard": D, "calls": {name: calls_per_sample}}`` ->
+  ``{"event": "block", "samples_us": {name: [N per-call times in µs]}}``, after D untimed samples per variant
 - ``{"cmd": "quit"}``: exits.
 
 Any failure answers ``{"event": "error", "stage": ..., "message": one line}`` and exits 1.
@@ -148,11 +148,11 @@ def _block(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
 
     backend = state.backend
     assert backend is not None
-    n = int(msg["samples"])
+    n, discard = int(msg["samples"]), int(msg.get("discard", 0))
     out: dict[str, list[float]] = {}
     with torch.no_grad():
         for name, calls in msg["calls"].items():
-            out[name] = _samples(backend, state.fns[name], state.args, n, int(calls))
+            out[name] = _samples(backend, state.fns[name], state.args, discard + n, int(calls))[discard:]
     return {"event": "block", "samples_us": out}
 
 

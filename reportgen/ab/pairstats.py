@@ -30,8 +30,9 @@ from enum import Enum
 CONFIDENCE = 0.95
 MIN_ROUNDS_FOR_INTERVAL = 6
 """The fewest rounds with a 95 % sign-test interval (with 5, even the extreme order statistics cover only 93.8 %)."""
-METHOD = ("median of each side's block per round (after one untimed sample), ratio head/base per round, distribution-free 95 % interval "
-          "for the median ratio over rounds (sign test: binomial order statistics), rounds in ABBA order")
+METHOD = ("median of each side's block per round (after one untimed sample), ratio head/base per round, "
+          "distribution-free 95 % interval for the median ratio over rounds (sign test: binomial order statistics), "
+          "rounds in ABBA order")
 
 
 class AbVerdict(str, Enum):

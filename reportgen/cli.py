@@ -202,9 +202,9 @@ inconclusive, more rounds up to --max-seconds. See docs/ab-testing.md.
 
 exit codes:
   0  no change or improvement (also: the scenario exists on one side only: new or removed)
-  1  regression: a variant is slower beyond the threshold, or broken in head but OK in base
-  2  bad command-line arguments
-  3  a side failed to import or compile (named in the comment), or a checkout or scenario is missing
+  1  regression: a variant is slower beyond the threshold, or fails to compile or is wrong in head only (named)
+  2  bad command-line arguments, or the scenario exists on neither side
+  3  a side failed to import its scenario or make its inputs (named in the comment)
   7  still inconclusive when the time budget ran out
  70  internal error
 """

@@ -19,6 +19,7 @@ import torch
 from abpkg import SIDE
 from reportgen.scenario import Scenario, Variant
 
+print("a scenario that prints on import")  # must not corrupt the worker's protocol on stdout
 
 def make_inputs(shape, dtype, seed, device):
     gen = torch.Generator().manual_seed(seed)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
@@ -259,8 +259,7 @@ def _side_report(side: str, reply: dict[str, Any]) -> SideReport:
         default_shape=tuple(int(d) for d in sc["default_shape"]), default_dtype=sc["default_dtype"],
         dtypes=tuple(sc.get("dtypes", ())),
         descriptions={v["name"]: v["description"] for v in sc["variants"]},
-        variants={}, error=None,
-    ) if isinstance(sc, dict) else SideReport(side, error="bad load reply", error_stage="load")
+    )
 
 
 def _shape_and_dtype(loaded: dict[str, SideReport], settings: AbSettings
@@ -307,8 +306,6 @@ def _warm(worker: Worker, report: SideReport, shape: tuple[int, ...], dtype: str
 
 
 def _replace(report: SideReport, **changes: Any) -> SideReport:
-    from dataclasses import replace
-
     return replace(report, **changes)
 
 

@@ -111,6 +111,8 @@ def test_a_side_that_fails_to_import_is_named_and_exits_3(tmp_path: Path) -> Non
     assert proc.returncode == 3, proc.stderr
     assert "> The **head** side failed (import): " in proc.stdout
     assert "ImportError" in proc.stdout and "GONE" in proc.stdout
+    assert proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"reportgen: error: the head side ({tmp_path / 'head'}) failed in load: ImportError")
     assert not (tmp_path / "store").exists()
 
 

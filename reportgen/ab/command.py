@@ -175,6 +175,9 @@ def run_ab_command(args: argparse.Namespace, store: Path) -> int:
     text = (ab_json(result, commits, stored) if request.fmt == "json"
             else render_ab_markdown(result, commits, stored))
     _emit(text, request.output)
+    if result.failed_sides:
+        print("reportgen: error: " + "; ".join(f"the {s.side} side ({roots[s.side]}) failed in {s.error_stage}: {s.error}"
+                                               for s in result.failed_sides), file=sys.stderr)
     return int(result.exit_code)
 
 

@@ -112,7 +112,10 @@ def test_a_side_that_fails_to_import_is_named_and_exits_3(tmp_path: Path) -> Non
     assert "> The **head** side failed (import): " in proc.stdout
     assert "ImportError" in proc.stdout and "GONE" in proc.stdout
     assert proc.stderr.count("\n") == 1
-    assert proc.stderr.startswith(f"reportgen: error: the head side ({tmp_path / 'head'}) failed in load: ImportError")
+    head = tmp_path / "head"
+    assert proc.stderr.startswith(f"reportgen: error: the head side ({head}) failed in load: "
+                                  f"{head / 'scenarios' / 'tiny.py'}: failed to load (ImportError")
+    assert str(head / "abpkg" / "__init__.py") in proc.stderr  # the head's own package was the one imported
     assert not (tmp_path / "store").exists()
 
 

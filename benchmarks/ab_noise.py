@@ -52,7 +52,7 @@ The extra work is ``torch.rms_norm`` of a small slice (the first 64 rows) of the
 after the full call. One full call's cost is not linear in its size (a large output is a fresh mapping
 that page-faults; a small one reuses cached heap), so the extra is made of equal small calls, whose
 total is linear in R; R is calibrated when the inputs are made: {pct} % of the full call's time
-divided by one small call's time (each the best of 5).
+divided by one small call's time (best of 15, the two timed alternately).
 """
 import math
 import sys
@@ -67,13 +67,16 @@ CHUNK_ROWS = 64
 EXTRA_REPS = 0
 
 
-def _best_s(fn, n=5):
-    fn()
-    best = math.inf
+def _best_pair_s(first, second, n=15):
+    """Best-of-n seconds of two callables, timed alternately so that the machine's drift hits both."""
+    first()
+    second()
+    best = [math.inf, math.inf]
     for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+        for i, fn in enumerate((first, second)):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
     return best
 
 
@@ -87,8 +90,9 @@ def _calibrate(x, w):
         return
     chunk, dims = _chunk(x), (x.shape[-1],)
     with torch.no_grad():
-        full = _best_s(lambda: torch.rms_norm(x, dims, w, 1e-6))
-        one = _best_s(lambda: [torch.rms_norm(chunk, dims, w, 1e-6) for _ in range(100)]) / 100
+        full, hundred = _best_pair_s(lambda: torch.rms_norm(x, dims, w, 1e-6),
+                                     lambda: [torch.rms_norm(chunk, dims, w, 1e-6) for _ in range(100)])
+        one = hundred / 100
     EXTRA_REPS = max(1, round(EXTRA * full / one))
     print(f"abnoise: extra work = {{EXTRA_REPS}} x rms_norm of {{chunk.shape[0]}} rows "
           f"({{one * 1e6:.1f}} us each; full call {{full * 1e6:.0f}} us)", file=sys.stderr)

@@ -7,7 +7,9 @@ Two kinds of pairs, each judged by both methods, idle and with a background load
   R calls of ``torch.rms_norm`` on the input's first 64 rows, R calibrated when the inputs are made
   so that they cost p % of the full call (p = 3, 10, 25 by default); ``naive`` is unchanged
   in head and serves as an in-pair A/A control. Calibration is a timing, so the realised slowdown
-  differs from p: every cell records the changes both methods measured (``fused_change_pct``).
+  differs from p: every cell records the changes both methods measured (``fused_change_pct_median``).
+  The step is one small call: 1/128 of the rows at the default shape, 1/8 at 8,64,1024, so small
+  shapes cannot express 3 %; use the default shape for results.
 
 Methods, per verdict:
 

@@ -30,6 +30,7 @@ EXIT_CODES_HELP = """exit codes:
   4  profile: at least one variant failed or gave a wrong result (the run is still stored)
   5  the requested device or its software (torch, torch_neuronx) is not present
   6  conflict: another reportgen holds the lock, or the run already exists
+  7  ab: still inconclusive when the time budget ran out
  70  internal error (a bug: please report it with the traceback from REPORTGEN_DEBUG=1)
 130  interrupted (Ctrl-C); stored runs and the site are unchanged
 """
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import):
+    for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import, _add_ab):
         register(sub)
     return parser
 
@@ -252,6 +253,51 @@ def _cmd_import(args: argparse.Namespace) -> int:
     request = ImportRequest(Path(args.path), args.label or "", args.device or "auto")
     return run_import_command(request, _store(args))
 
+
+AB_EPILOG = """Base and head are measured in one job, on one device, each side in its own worker process that imports its
+own checkout's scenario (and the user's package from that tree), in interleaved rounds (ABBA order). Per round and
+variant: the median of each side's block; the ratio head/base; a distribution-free 95 % interval for the median
+ratio over rounds (sign test).
+Regression/improvement only when the whole interval lies beyond +/- --threshold; no change when inside; while
+inconclusive, more rounds up to --max-seconds. See docs/ab-testing.md.
+
+exit codes:
+  0  no change or improvement (also: the scenario exists on one side only: new or removed)
+  1  regression: a variant is slower beyond the threshold, or fails to compile or is wrong in head only (named)
+  2  bad command-line arguments, or the scenario exists on neither side
+  3  a side failed to import its scenario or make its inputs (named in the comment)
+  7  still inconclusive when the time budget ran out
+ 70  internal error
+"""
+
+
+def _add_ab(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ab", help="interleaved A/B profiling of two checkouts: a PR verdict with an exit code",
+                       description="Measure BASE and HEAD checkouts in interleaved rounds on this machine and print a "
+                       "PR comment.", epilog=AB_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--base", required=True, help="the base checkout's folder")
+    p.add_argument("--head", required=True, help="the head checkout's folder")
+    p.add_argument("--scenario", default="rmsnorm", help="name in each checkout's scenarios/ or a .py path relative to it")
+    p.add_argument("--threshold", type=float, default=5.0, help="smallest change in percent that counts (default 5)")
+    p.add_argument("--min-rounds", type=int, default=10, help="rounds before the first verdict (even, >= 6; default 10)")
+    p.add_argument("--max-seconds", type=float, default=120.0, help="time budget for the rounds (default 120)")
+    p.add_argument("--samples", type=int, default=8, help="samples per variant per side per round (default 8)")
+    p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the base scenario's)")
+    p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the base scenario's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--variants", default=None, help="comma-separated subset of variants")
+    p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default="auto")
+    p.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _store_arg(p)
+    p.set_defaults(func=_cmd_ab)
+
+
+def _cmd_ab(args: argparse.Namespace) -> int:
+    from reportgen.ab.command import run_ab_command
+
+    return run_ab_command(args, _store(args))
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, and turn every ReportgenError into one line on stderr."""

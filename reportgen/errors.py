@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     VARIANT_FAILED = 4  # profile finished but at least one variant failed or was incorrect
     DEVICE_UNAVAILABLE = 5  # the requested device or its software stack is not present
     CONFLICT = 6  # another reportgen holds the store/site lock, or the run id already exists
+    INCONCLUSIVE = 7  # ab: the verdict was still inconclusive when the time budget ran out
     INTERNAL = 70  # a bug: an unexpected exception
 
 

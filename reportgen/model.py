@@ -178,6 +178,35 @@ class MeasureSettings:
 
 
 @dataclass(frozen=True)
+class AbRoundSamples:
+    """One variant's block of per-call timing samples in one A/B round."""
+
+    variant: str
+    samples_us: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class AbRound:
+    """One interleaved round of an A/B pair, as this side measured it; ``first_side`` ran first (ABBA order)."""
+
+    index: int
+    first_side: str
+    samples: tuple[AbRoundSamples, ...]
+
+
+@dataclass(frozen=True)
+class AbInfo:
+    """Marks a run as one side ("base" or "head") of an interleaved A/B pair (``reportgen ab``)."""
+
+    pair_id: str
+    side: str
+    partner_run_id: str
+    method: str
+    threshold_pct: float
+    rounds: tuple[AbRound, ...]
+
+
+@dataclass(frozen=True)
 class Run:
     """One run bundle's ``run.json``."""
 
@@ -195,6 +224,7 @@ class Run:
     variants: tuple[VariantResult, ...]
     settings: MeasureSettings | None = None
     notes: tuple[str, ...] = ()
+    ab: AbInfo | None = None  # set on both runs of a `reportgen ab` pair
 
     def variant(self, name: str) -> VariantResult | None:
         """The variant called ``name``, or None."""

@@ -1,0 +1,323 @@
+"""False alarms and detection: the old block-wise compare against the interleaved ``reportgen ab``.
+
+Two kinds of pairs, each judged by both methods, idle and with a background load process:
+
+- A/A: the same scenario file on both sides: every *regression* verdict is a false alarm;
+- injected slowdowns: the head's ``fused`` variant does real extra work after the full call,
+  R calls of ``torch.rms_norm`` on the input's first 64 rows, R calibrated when the inputs are made
+  so that they cost p % of the full call (p = 3, 10, 25 by default); ``naive`` is unchanged
+  in head and serves as an in-pair A/A control. Calibration is a timing, so the realised slowdown
+  differs from p: every cell records the changes both methods measured (``fused_change_pct_median``).
+  The step is one small call: 1/128 of the rows at the default shape, 1/8 at 8,64,1024, so small
+  shapes cannot express 3 %; use the default shape for results.
+
+Methods, per verdict:
+
+- ``blockwise``: ``reportgen profile`` of base, then of head (each one block of samples), then
+  ``reportgen compare --fail-on-regression`` (the old PR gate);
+- ``interleaved``: ``reportgen ab`` (both sides in worker processes, rounds in ABBA order).
+
+Every verdict's wall time is recorded (profile + profile + compare, or the whole ``ab``
+command). Background load: one extra Python process spinning on one core for the duration of
+the ``busy`` group. The machine's state (load average, a fixed Python loop's time) is recorded
+before and after each group.
+
+    .venv/bin/python benchmarks/ab_noise.py --aa 30 --per-slowdown 10 --out benchmarks/results/ab_noise.json
+    # a quick check that it runs (not a result):
+    .venv/bin/python benchmarks/ab_noise.py --aa 2 --per-slowdown 1 --slowdowns 10 --shape 4,256 \\
+        --max-seconds 10 --out /tmp/ab_noise_smoke.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from machine import reference_loop_s  # benchmarks/machine.py, beside this script
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO_NAME = "abnoise"
+SCENARIO = '''"""RMSNorm for the A/B noise benchmark; ``fused`` does {pct} % extra real work (0: the unchanged code).
+
+The extra work is ``torch.rms_norm`` of a small slice (the first 64 rows) of the input, repeated R times
+after the full call. One full call's cost is not linear in its size (a large output is a fresh mapping
+that page-faults; a small one reuses cached heap), so the extra is made of equal small calls, whose
+total is linear in R; R is calibrated when the inputs are made: {pct} % of the full call's time
+divided by one small call's time (best of 15, the two timed alternately).
+"""
+import math
+import sys
+import time
+
+import torch
+
+from reportgen.scenario import Scenario, Variant
+
+EXTRA = {fraction!r}
+CHUNK_ROWS = 64
+EXTRA_REPS = 0
+
+
+def _best_pair_s(first, second, n=15):
+    """Best-of-n seconds of two callables, timed alternately so that the machine's drift hits both."""
+    first()
+    second()
+    best = [math.inf, math.inf]
+    for _ in range(n):
+        for i, fn in enumerate((first, second)):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best
+
+
+def _chunk(x):
+    return x.reshape(-1, x.shape[-1])[:CHUNK_ROWS]
+
+
+def _calibrate(x, w):
+    global EXTRA_REPS
+    if not EXTRA:
+        return
+    chunk, dims = _chunk(x), (x.shape[-1],)
+    with torch.no_grad():
+        full, hundred = _best_pair_s(lambda: torch.rms_norm(x, dims, w, 1e-6),
+                                     lambda: [torch.rms_norm(chunk, dims, w, 1e-6) for _ in range(100)])
+        one = hundred / 100
+    EXTRA_REPS = max(1, round(EXTRA * full / one))
+    print(f"abnoise: extra work = {{EXTRA_REPS}} x rms_norm of {{chunk.shape[0]}} rows "
+          f"({{one * 1e6:.1f}} us each; full call {{full * 1e6:.0f}} us)", file=sys.stderr)
+
+
+def make_inputs(shape, dtype, seed, device):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype).to(device)
+    w = (1.0 + 0.1 * torch.randn(shape[-1], generator=gen, dtype=torch.float32)).to(dtype).to(device)
+    _calibrate(x, w)
+    return (x, w)
+
+
+def naive(x, w):
+    return x * torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + 1e-6) * w
+
+
+def fused(x, w):
+    out = torch.rms_norm(x, (x.shape[-1],), w, 1e-6)
+    if EXTRA_REPS:
+        chunk = _chunk(x)
+        for _ in range(EXTRA_REPS):
+            torch.rms_norm(chunk, (x.shape[-1],), w, 1e-6)
+    return out
+
+
+def reference(x, w):
+    x64, w64 = x.detach().to("cpu", torch.float64), w.detach().to("cpu", torch.float64)
+    return x64 * torch.rsqrt((x64 * x64).mean(dim=-1, keepdim=True) + 1e-6) * w64
+
+
+SCENARIO = Scenario(
+    name="abnoise", description="RMSNorm, fused with {pct} % extra work", default_shape=(8, 1024, 1024),
+    default_dtype="float32", make_inputs=make_inputs, reference=reference,
+    variants=(Variant("naive", "eager ops", naive), Variant("fused", "torch.rms_norm (+ extra work)", fused)),
+    bytes_per_call=lambda shape, itemsize: 2 * math.prod(shape) * itemsize,
+    flops_per_call=lambda shape: 4 * math.prod(shape),
+)
+'''
+BUSY = "while True:\n    sum(i * i for i in range(100_000))\n"
+
+
+def make_checkout(parent: Path, name: str, pct: float) -> Path:
+    """A folder holding scenarios/abnoise.py with ``pct`` % extra work in ``fused``."""
+    root = parent / name
+    (root / "scenarios").mkdir(parents=True)
+    (root / "scenarios" / f"{SCENARIO_NAME}.py").write_text(SCENARIO.format(pct=pct, fraction=pct / 100.0))
+    return root
+
+
+def reportgen(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedProcess[str], float]:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "reportgen", *args], capture_output=True, text=True, timeout=timeout)
+    return proc, time.perf_counter() - t0
+
+
+def blockwise(base: Path, head: Path, opts: argparse.Namespace, store: Path) -> dict[str, Any]:
+    """profile base, profile head, compare: the old PR gate."""
+    common = ["--device", "cpu", "--shape", opts.shape, "--variants", opts.variants, "--samples", str(opts.samples),
+              "--quiet", "--store", str(store)]
+    wall = 0.0
+    for side, root in (("base", base), ("head", head)):
+        proc, s = reportgen("profile", "--scenario", str(root / "scenarios" / f"{SCENARIO_NAME}.py"), "--label", side,
+                            *common)
+        wall += s
+        if proc.returncode != 0:
+            return {"error": f"profile {side}: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
+    proc, s = reportgen("compare", "latest~1", "latest", "--threshold", str(opts.threshold), "--fail-on-regression",
+                        "--format", "json", "--store", str(store))
+    wall += s
+    if proc.returncode not in (0, 1):
+        return {"error": f"compare: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
+    doc = json.loads(proc.stdout)
+    variants = {}
+    for v in doc["variants"]:
+        verdict = {"slower": "regression", "faster": "improvement"}.get(v["outcome"], "no change")
+        variants[v["name"]] = {"verdict": verdict, "change_pct": v.get("change_pct"), "ci_low_pct": v.get("ci_low_pct"),
+                               "ci_high_pct": v.get("ci_high_pct")}
+    return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "variants": variants}
+
+
+def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -> dict[str, Any]:
+    """``reportgen ab``: one command, one verdict."""
+    proc, wall = reportgen("ab", "--base", str(base), "--head", str(head), "--scenario", SCENARIO_NAME, "--device", "cpu",
+                           "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
+                           "--min-rounds", str(opts.min_rounds), "--max-seconds", str(opts.max_seconds),
+                           "--format", "json", "--quiet", "--store", str(store))
+    if proc.returncode not in (0, 1, 7):
+        return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
+    doc = json.loads(proc.stdout)
+    variants = {}
+    for v in doc["variants"]:
+        s = v["stats"] or {}
+        variants[v["name"]] = {"verdict": v["verdict"], "change_pct": _pct(s.get("ratio")),
+                               "ci_low_pct": _pct(s.get("ci_low")), "ci_high_pct": _pct(s.get("ci_high"))}
+    return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "variants": variants, "rounds": len(doc["rounds"]),
+            "stop_reason": doc["stop_reason"]}
+
+
+def _pct(ratio: float | None) -> float | None:
+    return None if ratio is None else round((ratio - 1) * 100, 3)
+
+
+METHODS = {"blockwise": blockwise, "interleaved": interleaved}
+
+
+def summarize_cell(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts of each verdict per variant, and wall time per verdict."""
+    ok = [v for v in verdicts if "error" not in v]
+    out: dict[str, Any] = {"verdicts": len(verdicts), "errors": len(verdicts) - len(ok)}
+    for name in sorted({n for v in ok for n in v["variants"]}):
+        counts: dict[str, int] = {}
+        for v in ok:
+            verdict = v["variants"].get(name, {}).get("verdict", "missing")
+            counts[verdict] = counts.get(verdict, 0) + 1
+        out[name] = counts
+    changes = [v["variants"]["fused"]["change_pct"] for v in ok
+               if v["variants"].get("fused", {}).get("change_pct") is not None]
+    if changes:
+        out["fused_change_pct_median"] = round(statistics.median(changes), 2)
+    walls = [v["wall_s"] for v in ok]
+    if walls:
+        out["wall_s_median"] = round(statistics.median(walls), 2)
+        out["wall_s_max"] = round(max(walls), 2)
+    return out
+
+
+def machine_state() -> dict[str, Any]:
+    return {"utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "load_average_1m": round(os.getloadavg()[0], 2),
+            "reference_loop_s": reference_loop_s()}
+
+
+def start_load(kind: str) -> subprocess.Popen[bytes] | None:
+    if kind == "idle":
+        return None
+    return subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_load(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is not None:
+        proc.kill()
+        proc.wait()
+
+
+def run(opts: argparse.Namespace) -> dict[str, Any]:
+    cases = [("aa", 0.0, opts.aa)] + [(f"slow{p:g}", p, opts.per_slowdown) for p in opts.slowdown_list]
+    doc: dict[str, Any] = {
+        "schema_version": 1,
+        "command": " ".join(shlex.quote(a) for a in sys.argv),
+        "machine": {"hostname": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version()},
+        "settings": {k: v for k, v in vars(opts).items() if k not in ("out", "slowdown_list")},
+        "groups": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="ab_noise-") as tmp:
+        work = Path(tmp)
+        base = make_checkout(work, "base", 0.0)
+        heads = {name: make_checkout(work, f"head-{name}", pct) for name, pct, _ in cases}
+        for load in opts.load_list:
+            group: dict[str, Any] = {"load": load, "before": machine_state(), "cells": []}
+            doc["groups"].append(group)
+            loader = start_load(load)
+            try:
+                for name, pct, count in cases:
+                    for method in opts.method_list:
+                        cell = {"case": name, "slowdown_pct": pct, "method": method, "runs": []}
+                        group["cells"].append(cell)
+                        for i in range(count):
+                            store = work / f"store-{load}-{name}-{method}-{i}"
+                            verdict = METHODS[method](base, heads[name], opts, store)
+                            cell["runs"].append(verdict)
+                            cell["summary"] = summarize_cell(cell["runs"])
+                            print(f"{load} {name} {method} {i + 1}/{count}: "
+                                  f"{json.dumps(verdict.get('variants') or verdict.get('error'))} "
+                                  f"{verdict['wall_s']:.1f} s", file=sys.stderr, flush=True)
+                            write(doc, opts.out)
+            finally:
+                stop_load(loader)
+            group["after"] = machine_state()
+            write(doc, opts.out)
+    return doc
+
+
+def write(doc: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, out)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--aa", type=int, default=30, help="A/A verdicts per method and load (default 30)")
+    p.add_argument("--per-slowdown", type=int, default=10, help="verdicts per injected slowdown (default 10)")
+    p.add_argument("--slowdowns", default="3,10,25", help="injected slowdowns of head's fused, percent (default 3,10,25)")
+    p.add_argument("--shape", default="8,1024,1024", help="input shape (default: rmsnorm's default)")
+    p.add_argument("--variants", default="naive,fused")
+    p.add_argument("--threshold", type=float, default=5.0)
+    p.add_argument("--samples", type=int, default=50, help="blockwise: samples per variant per profile (default 50)")
+    p.add_argument("--min-rounds", type=int, default=10)
+    p.add_argument("--max-seconds", type=float, default=120.0)
+    p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
+    p.add_argument("--methods", default="blockwise,interleaved")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"ab_noise_{stamp}.json")
+    opts = p.parse_args(argv)
+    opts.slowdown_list = [float(x) for x in opts.slowdowns.split(",") if x.strip()]
+    opts.load_list = [x for x in opts.loads.split(",") if x]
+    opts.method_list = [x for x in opts.methods.split(",") if x]
+    unknown = [m for m in opts.method_list if m not in METHODS] + [x for x in opts.load_list if x not in ("idle", "busy")]
+    if unknown:
+        p.error(f"unknown --methods/--loads: {unknown}")
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    doc = run(opts)
+    for group in doc["groups"]:
+        for cell in group["cells"]:
+            print(group["load"], cell["case"], cell["method"], json.dumps(cell.get("summary")))
+    print(f"written: {opts.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,390 @@
+"""The A/B coordinator: drive a base and a head worker through interleaved rounds until a verdict.
+
+Order: load both sides (in parallel) -> pick shape and dtype -> sort variants into measured,
+new (head only), removed (base only) -> warm and compile base, then head -> one unrecorded
+priming round -> rounds in ABBA order (base first in even rounds, head first in odd ones),
+each round one block of samples per measured variant per side -> after ``min_rounds``, and
+then after every ``check_every`` rounds, the paired statistics; while any variant is
+*inconclusive*, more rounds until the time budget (or ``max_rounds``) is spent.
+
+Workers are anything with ``send``/``receive``/``close`` (``ProcessWorker`` for real; tests
+pass deterministic fakes and a fake clock). A side that fails to load or warm is named in the
+result, never an exception.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Protocol
+
+from reportgen.ab.pairstats import METHOD, MIN_ROUNDS_FOR_INTERVAL, AbVerdict, PairStats, overall_verdict, pair_stats
+from reportgen.errors import ExitCode, ReportgenError, UsageError
+
+SIDES = ("base", "head")
+PRIMING_ROUNDS = 1
+
+
+class Worker(Protocol):
+    """One side's worker: JSON-able commands in, one reply per command out."""
+
+    def send(self, msg: dict[str, Any]) -> None: ...
+
+    def receive(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class SideFailed(ReportgenError):
+    """A worker died or failed after both sides were warm (mid-rounds): the pair has no verdict."""
+
+
+class WorkerFailed(Exception):
+    """A worker answered with an error or died; ``stage`` is the command it failed in."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage, self.message = stage, message
+
+
+@dataclass(frozen=True)
+class AbSettings:
+    """How a pair is measured and judged."""
+
+    threshold_pct: float = 5.0
+    min_rounds: int = 10
+    check_every: int = 2
+    max_rounds: int = 400
+    max_seconds: float = 120.0  # budget for the timed rounds (warm-up and compiles not counted)
+    samples_per_block: int = 8
+    discard_per_block: int = 1  # samples dropped at the start of each block: the first after a switch ran slow
+    warmup: int = 3
+    shape: tuple[int, ...] | None = None  # None: the base scenario's default
+    dtype: str | None = None
+    seed: int = 0
+    variants: tuple[str, ...] | None = None  # None: every variant of either side
+    device: str = "auto"
+
+    def check(self) -> None:
+        """Refuse settings that cannot give a verdict; the message names the flag."""
+        if not self.threshold_pct > 0:
+            raise UsageError(f"--threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5")
+        if self.min_rounds < MIN_ROUNDS_FOR_INTERVAL or self.min_rounds % 2:
+            raise UsageError(f"--min-rounds {self.min_rounds}: must be an even number >= {MIN_ROUNDS_FOR_INTERVAL} "
+                             "(ABBA pairs; fewer rounds have no 95 % interval)")
+        if not self.max_seconds > 0:
+            raise UsageError(f"--max-seconds {self.max_seconds:g}: must be positive")
+        if self.samples_per_block < 1:
+            raise UsageError(f"--samples {self.samples_per_block}: must be at least 1")
+
+
+class VariantKind(str, Enum):
+    """What happened to one variant in the pair."""
+
+    MEASURED = "measured"
+    NEW = "new"  # only in head
+    REMOVED = "removed"  # only in base
+    BROKEN_IN_HEAD = "broken in head"  # OK in base, failed or incorrect in head: counts as a regression
+    FAILED_IN_BASE = "failed in base"  # not OK in base, so not compared
+    FAILED_BOTH = "failed on both sides"
+
+
+@dataclass(frozen=True)
+class SideReport:
+    """One side as loaded and warmed; ``error``/``error_stage`` set when it failed."""
+
+    side: str
+    scenario_name: str | None = None
+    scenario_description: str = ""
+    device: str | None = None
+    time_basis: str | None = None
+    environment: dict[str, Any] | None = None
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # warm replies per variant
+    declared: tuple[str, ...] = ()
+    default_shape: tuple[int, ...] = ()
+    default_dtype: str = "float32"
+    dtypes: tuple[str, ...] = ()
+    descriptions: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    error_stage: str | None = None
+
+
+@dataclass(frozen=True)
+class VariantPair:
+    """One variant's outcome; ``stats`` only for MEASURED."""
+
+    name: str
+    kind: VariantKind
+    stats: PairStats | None = None
+    base_error: str | None = None
+    head_error: str | None = None
+    calls_per_sample: int | None = None
+
+    @property
+    def verdict(self) -> AbVerdict | None:
+        if self.kind is VariantKind.BROKEN_IN_HEAD:
+            return AbVerdict.REGRESSION
+        return self.stats.verdict if self.stats else None
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One counted round: which side went first and every block of samples (µs) per side and variant."""
+
+    index: int
+    first_side: str
+    samples_us: dict[str, dict[str, tuple[float, ...]]]  # side -> variant -> samples
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """Everything a pair measured and concluded."""
+
+    settings: AbSettings
+    base: SideReport
+    head: SideReport
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    variants: tuple[VariantPair, ...]
+    rounds: tuple[RoundRecord, ...]
+    stop_reason: str  # "decided", "time budget", "max rounds", "not measured"
+    rounds_s: float
+    warm_s: float
+    notes: tuple[str, ...] = ()
+    method: str = METHOD
+
+    @property
+    def failed_sides(self) -> tuple[SideReport, ...]:
+        return tuple(s for s in (self.base, self.head) if s.error is not None)
+
+    @property
+    def verdict(self) -> AbVerdict:
+        return overall_verdict([v.verdict for v in self.variants if v.verdict is not None])
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """3 a side failed to load or warm; 1 regression; 7 still inconclusive after the budget; else 0."""
+        if self.failed_sides:
+            return ExitCode.BAD_INPUT
+        verdict = self.verdict
+        if verdict is AbVerdict.REGRESSION:
+            return ExitCode.REGRESSION
+        if verdict is AbVerdict.INCONCLUSIVE:
+            return ExitCode.INCONCLUSIVE
+        return ExitCode.OK
+
+
+def round_order(index: int) -> tuple[str, str]:
+    """ABBA: base first in even rounds, head first in odd ones."""
+    return SIDES if index % 2 == 0 else (SIDES[1], SIDES[0])
+
+
+def coordinate(base: Worker, head: Worker, roots: dict[str, str], scenario: str, settings: AbSettings,
+               clock: Callable[[], float] = time.monotonic, progress: Callable[[str], None] | None = None
+               ) -> PairResult:
+    """Measure a pair to a verdict (see the module docstring). ``roots`` maps side -> checkout folder."""
+    settings.check()
+    say = progress or (lambda _message: None)
+    workers = {"base": base, "head": head}
+    t0 = clock()
+    say("loading both sides")
+    loaded = _load_both(workers, roots, scenario, settings)
+    if any(s.error for s in loaded.values()):
+        return _unmeasured(settings, loaded, None, None, (), clock() - t0)
+    shape, dtype, notes = _shape_and_dtype(loaded, settings)
+    selected = _selected(loaded, settings.variants)
+    sides = dict(loaded)
+    for side in SIDES:  # sequentially: one side's compile does not disturb the other's calibration
+        say(f"warming up and compiling {side}")
+        wanted = [n for n in selected if n in loaded[side].declared]
+        sides[side] = _warm(workers[side], loaded[side], shape, dtype, wanted, settings)
+    warm_s = clock() - t0
+    if any(s.error for s in sides.values()):
+        return _unmeasured(settings, sides, shape, dtype, notes, warm_s)
+    pairs = _classify(sides["base"], sides["head"], selected)
+    calls = {p.name: p.calls_per_sample or 1 for p in pairs if p.kind is VariantKind.MEASURED}
+    say(f"interleaved rounds of {settings.samples_per_block} samples per variant: {', '.join(calls) or 'none'}")
+    rounds, variants, stop, rounds_s = _run_rounds(workers, calls, pairs, settings, clock)
+    say(f"{len(rounds)} rounds in {rounds_s:.1f} s; stopped: {stop}")
+    return PairResult(settings, sides["base"], sides["head"], shape, dtype, variants, rounds, stop, rounds_s, warm_s,
+                      notes)
+
+
+def _request(worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+    worker.send(msg)
+    return _reply(worker, msg["cmd"])
+
+
+def _reply(worker: Worker, stage: str) -> dict[str, Any]:
+    reply = worker.receive()
+    if reply.get("event") == "error":
+        raise WorkerFailed(str(reply.get("stage") or stage), str(reply.get("message", "unknown error")))
+    return reply
+
+
+def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
+               settings: AbSettings) -> dict[str, SideReport]:
+    """Send ``load`` to both, then read both: imports and set-up overlap."""
+    sent: dict[str, WorkerFailed | None] = {}
+    for side in SIDES:
+        try:
+            workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device})
+            sent[side] = None
+        except WorkerFailed as exc:
+            sent[side] = exc
+    out: dict[str, SideReport] = {}
+    for side in SIDES:
+        try:
+            failure = sent[side]
+            if failure is not None:
+                raise failure
+            out[side] = _side_report(side, _reply(workers[side], "load"))
+        except WorkerFailed as exc:
+            out[side] = SideReport(side, error=exc.message, error_stage=exc.stage)
+    devices = {s.device for s in out.values() if s.error is None}
+    if len(devices) > 1:
+        raise UsageError(f"the two sides chose different devices ({', '.join(sorted(str(d) for d in devices))}); "
+                         "pass --device")
+    return out
+
+
+def _side_report(side: str, reply: dict[str, Any]) -> SideReport:
+    sc = reply["scenario"]
+    return SideReport(
+        side, scenario_name=sc["name"], scenario_description=sc["description"], device=reply["device"],
+        time_basis=reply.get("time_basis"), environment=reply.get("environment"),
+        declared=tuple(v["name"] for v in sc["variants"]),
+        default_shape=tuple(int(d) for d in sc["default_shape"]), default_dtype=sc["default_dtype"],
+        dtypes=tuple(sc.get("dtypes", ())),
+        descriptions={v["name"]: v["description"] for v in sc["variants"]},
+    )
+
+
+def _shape_and_dtype(loaded: dict[str, SideReport], settings: AbSettings
+                     ) -> tuple[tuple[int, ...], str, tuple[str, ...]]:
+    """--shape/--dtype, else the base scenario's defaults (both sides must measure the same inputs)."""
+    base, head = loaded["base"], loaded["head"]
+    notes: list[str] = []
+    if settings.shape is None and base.default_shape != head.default_shape:
+        notes.append(f"the scenario's default shape differs (base {_dims(base.default_shape)}, "
+                     f"head {_dims(head.default_shape)}); both sides used base's")
+    if settings.dtype is None and base.default_dtype != head.default_dtype:
+        notes.append(f"the scenario's default dtype differs (base {base.default_dtype}, head {head.default_dtype}); "
+                     "both sides used base's")
+    return (settings.shape or base.default_shape, settings.dtype or base.default_dtype, tuple(notes))
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return ",".join(str(d) for d in shape)
+
+
+def _selected(loaded: dict[str, SideReport], wanted: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The variants to consider: --variants, or every variant of either side (base's order, then head's new)."""
+    union = list(loaded["base"].declared) + [n for n in loaded["head"].declared if n not in loaded["base"].declared]
+    if wanted is None:
+        return tuple(union)
+    unknown = [n for n in wanted if n not in union]
+    if unknown:
+        raise UsageError(f"--variants: {', '.join(unknown)} not declared on either side; "
+                         f"the scenario has {', '.join(union)}")
+    return wanted
+
+
+def _warm(worker: Worker, report: SideReport, shape: tuple[int, ...], dtype: str, wanted: list[str],
+          settings: AbSettings) -> SideReport:
+    if dtype not in report.dtypes:
+        return _replace(report, error_stage="warm", error=f"scenario {report.scenario_name!r} declares no tolerance "
+                        f"for dtype {dtype}; it has {', '.join(report.dtypes) or 'none'}")
+    try:
+        reply = _request(worker, {"cmd": "warm", "shape": list(shape), "dtype": dtype, "seed": settings.seed,
+                                  "variants": wanted, "warmup": settings.warmup})
+    except WorkerFailed as exc:
+        return _replace(report, error=exc.message, error_stage=exc.stage)
+    return _replace(report, variants=dict(reply["variants"]))
+
+
+def _replace(report: SideReport, **changes: Any) -> SideReport:
+    return replace(report, **changes)
+
+
+def _classify(base: SideReport, head: SideReport, selected: Sequence[str]) -> tuple[VariantPair, ...]:
+    out = []
+    for name in selected:
+        b, h = base.variants.get(name), head.variants.get(name)
+        if b is None and h is None:
+            continue
+        if b is None:
+            out.append(VariantPair(name, VariantKind.NEW, head_error=_error(h)))
+            continue
+        if h is None:
+            out.append(VariantPair(name, VariantKind.REMOVED, base_error=_error(b)))
+            continue
+        b_ok, h_ok = b["status"] == "ok", h["status"] == "ok"
+        kind = (VariantKind.MEASURED if b_ok and h_ok else VariantKind.BROKEN_IN_HEAD if b_ok
+                else VariantKind.FAILED_IN_BASE if h_ok else VariantKind.FAILED_BOTH)
+        calls = max(int(b.get("calls_per_sample") or 1), int(h.get("calls_per_sample") or 1)) if b_ok and h_ok else None
+        out.append(VariantPair(name, kind, base_error=_error(b), head_error=_error(h), calls_per_sample=calls))
+    return tuple(out)
+
+
+def _error(reply: dict[str, Any] | None) -> str | None:
+    if reply is None or reply.get("status") == "ok":
+        return None
+    return str(reply.get("error") or reply.get("status"))
+
+
+def _run_rounds(workers: dict[str, Worker], calls: dict[str, int], pairs: tuple[VariantPair, ...],
+                settings: AbSettings, clock: Callable[[], float]
+                ) -> tuple[tuple[RoundRecord, ...], tuple[VariantPair, ...], str, float]:
+    if not calls:
+        return ((), pairs, "not measured", 0.0)
+    block = {"cmd": "block", "samples": settings.samples_per_block, "discard": settings.discard_per_block,
+             "calls": calls}
+    for _ in range(PRIMING_ROUNDS):  # after the other side's warm-up, caches and clocks settle: not recorded
+        _one_round(workers, block, 0)
+    t0 = clock()
+    rounds: list[RoundRecord] = []
+    stats: dict[str, PairStats] = {}
+    stop = "max rounds"
+    while len(rounds) < settings.max_rounds:
+        started = clock()
+        rounds.append(_one_round(workers, block, len(rounds)))
+        n = len(rounds)
+        if n >= settings.min_rounds and (n - settings.min_rounds) % settings.check_every == 0:
+            stats = _stats(rounds, calls, settings.threshold_pct)
+            if all(s.verdict is not AbVerdict.INCONCLUSIVE for s in stats.values()):
+                stop = "decided"
+                break
+            if clock() - t0 + settings.check_every * (clock() - started) > settings.max_seconds:
+                stop = "time budget"
+                break
+    if not stats or len(next(iter(stats.values())).round_ratios) != len(rounds):
+        stats = _stats(rounds, calls, settings.threshold_pct)
+    variants = tuple(VariantPair(p.name, p.kind, stats.get(p.name), p.base_error, p.head_error, p.calls_per_sample)
+                     for p in pairs)
+    return (tuple(rounds), variants, stop, clock() - t0)
+
+
+def _one_round(workers: dict[str, Worker], block: dict[str, Any], index: int) -> RoundRecord:
+    samples: dict[str, dict[str, tuple[float, ...]]] = {}
+    order = round_order(index)
+    for side in order:
+        try:
+            reply = _request(workers[side], block)
+        except WorkerFailed as exc:
+            raise SideFailed(f"the {side} worker failed in round {index + 1}: {exc.message}") from None
+        samples[side] = {name: tuple(float(x) for x in values) for name, values in reply["samples_us"].items()}
+    return RoundRecord(index, order[0], samples)
+
+
+def _stats(rounds: Sequence[RoundRecord], calls: dict[str, int], threshold_pct: float) -> dict[str, PairStats]:
+    return {name: pair_stats([r.samples_us["base"][name] for r in rounds],
+                             [r.samples_us["head"][name] for r in rounds], threshold_pct)
+            for name in calls}
+
+
+def _unmeasured(settings: AbSettings, sides: dict[str, SideReport], shape: tuple[int, ...] | None,
+                dtype: str | None, notes: tuple[str, ...], warm_s: float) -> PairResult:
+    return PairResult(settings, sides["base"], sides["head"], shape, dtype, (), (), "not measured", 0.0, warm_s, notes)

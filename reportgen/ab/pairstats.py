@@ -1,0 +1,180 @@
+"""Paired statistics over interleaved A/B rounds: pure functions, no I/O, no torch.
+
+A *round* holds one block of timing samples per side (base, head), taken back to back in
+ABBA order. Per round and side the block's median is taken; the round's ratio is
+``median(head) / median(base)``. Slow drift of the machine (clock, thermal, other tenants)
+moves both sides of a round together, so it cancels in the ratio; the ABBA order cancels a
+linear trend inside a pair of rounds too.
+
+Interval method: the distribution-free (sign-test) 95 % interval for the median of the
+per-round ratios: order the n ratios and take the k-th smallest and the k-th largest, k the
+largest order with 2 * P(Binomial(n, 1/2) < k) <= 5 % (its exact coverage, >= 95 %, is
+stated). Why this and not a t-interval or a bootstrap over rounds: on a shared machine a
+preempted round gives a ratio of 0.2 or 6 (measured here, under load from other processes);
+such a round inflates a standard deviation without bound, but moves an order statistic by at
+most one place. It assumes only that the rounds are independent; it needs at least 6 rounds.
+A bootstrap over 8-30 rounds is also known to be too narrow (the false-alarm direction).
+
+Verdict against a threshold t (percent): *regression* when the whole interval of the ratio
+lies at or above 1 + t/100, *improvement* when it lies at or below 1 - t/100, *no change* when
+it lies strictly inside, *inconclusive* when it straddles either edge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+CONFIDENCE = 0.95
+MIN_ROUNDS_FOR_INTERVAL = 6
+"""The fewest rounds with a 95 % sign-test interval (with 5, even the extreme order statistics cover only 93.8 %)."""
+METHOD = ("median of each side's block per round (after one untimed sample), ratio head/base per round, "
+          "distribution-free 95 % interval for the median ratio over rounds (sign test: binomial order statistics), "
+          "rounds in ABBA order")
+
+
+class AbVerdict(str, Enum):
+    """The answer for one variant (or a whole pair)."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no change"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """One variant's paired result over ``rounds`` rounds.
+
+    ``ratio`` is the median of the per-round ratios head/base; ``ci_low``/``ci_high`` its sign-test
+    interval, whose exact coverage (>= 95 %) is ``coverage``. ``base_noise_pct``/``head_noise_pct``
+    are the pair's own noise: the robust spread (1.4826 x MAD of the logs, in percent, about a
+    coefficient of variation) of one side's round medians. ``ratio_noise_pct``: the same for the
+    per-round ratios.
+    """
+
+    rounds: int
+    base_round_medians_us: tuple[float, ...]
+    head_round_medians_us: tuple[float, ...]
+    round_ratios: tuple[float, ...]
+    ratio: float
+    ci_low: float
+    ci_high: float
+    coverage: float
+    base_noise_pct: float
+    head_noise_pct: float
+    ratio_noise_pct: float
+    threshold_pct: float
+    verdict: AbVerdict
+
+    @property
+    def change_pct(self) -> float:
+        """(ratio - 1) in percent."""
+        return (self.ratio - 1.0) * 100.0
+
+    @property
+    def ci_low_pct(self) -> float:
+        return (self.ci_low - 1.0) * 100.0
+
+    @property
+    def ci_high_pct(self) -> float:
+        return (self.ci_high - 1.0) * 100.0
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (mean of the two middle values for an even count)."""
+    if not values:
+        raise ValueError("median of no values")
+    s = sorted(values)
+    k = len(s) // 2
+    return s[k] if len(s) % 2 else (s[k - 1] + s[k]) / 2.0
+
+
+def round_medians(rounds: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    """The median of each round's block of samples."""
+    return tuple(median(block) for block in rounds)
+
+
+def robust_spread_pct(values: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation of ``log(values)``, in percent: a standard deviation that one
+    disturbed round cannot inflate (it equals the sd for normal data). 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    logs = [math.log(v) for v in values]
+    center = median(logs)
+    return 1.4826 * median([abs(x - center) for x in logs]) * 100.0
+
+
+def sign_test_rank(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
+    """(k, coverage): the largest k with 2 * P(Binomial(n, 1/2) <= k - 1) <= 1 - confidence, and the exact
+    coverage 1 - 2 * P(B <= k - 1) of the interval [k-th smallest, k-th largest]. k = 0: no interval exists."""
+    alpha = 1.0 - confidence
+    cdf, k = 0.0, 0
+    while k < n // 2:
+        nxt = cdf + math.comb(n, k) / 2.0**n  # P(B <= k)
+        if 2.0 * nxt > alpha:
+            break
+        cdf, k = nxt, k + 1
+    return (k, 1.0 - 2.0 * cdf)
+
+
+def median_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+    """(median, low, high, coverage) of the ratios: the sign-test interval for their median."""
+    n = len(ratios)
+    k, coverage = sign_test_rank(n, confidence)
+    if n < MIN_ROUNDS_FOR_INTERVAL or k == 0:
+        raise ValueError(f"an interval needs at least {MIN_ROUNDS_FOR_INTERVAL} rounds, got {n}")
+    ordered = sorted(ratios)
+    return (median(ordered), ordered[k - 1], ordered[n - k], coverage)
+
+
+def verdict_for(ci_low: float, ci_high: float, threshold_pct: float) -> AbVerdict:
+    """Where the interval of the ratio lies against ±threshold (see the module docstring)."""
+    up, down = 1.0 + threshold_pct / 100.0, 1.0 - threshold_pct / 100.0
+    if ci_low >= up:
+        return AbVerdict.REGRESSION
+    if ci_high <= down:
+        return AbVerdict.IMPROVEMENT
+    if down < ci_low and ci_high < up:
+        return AbVerdict.NO_CHANGE
+    return AbVerdict.INCONCLUSIVE
+
+
+def pair_stats(base_rounds: Sequence[Sequence[float]], head_rounds: Sequence[Sequence[float]],
+               threshold_pct: float) -> PairStats:
+    """Paired statistics of one variant; ``base_rounds[i]`` and ``head_rounds[i]`` are round i's blocks (µs)."""
+    if len(base_rounds) != len(head_rounds):
+        raise ValueError(f"rounds differ: base {len(base_rounds)}, head {len(head_rounds)}")
+    if threshold_pct <= 0:
+        raise ValueError("threshold_pct must be positive")
+    base_med = round_medians(base_rounds)
+    head_med = round_medians(head_rounds)
+    if any(m <= 0 for m in (*base_med, *head_med)):
+        raise ValueError("round medians must be positive times")
+    ratios = tuple(h / b for h, b in zip(head_med, base_med, strict=True))
+    ratio, low, high, coverage = median_interval(ratios)
+    return PairStats(
+        rounds=len(ratios),
+        base_round_medians_us=base_med,
+        head_round_medians_us=head_med,
+        round_ratios=ratios,
+        ratio=ratio,
+        ci_low=low,
+        ci_high=high,
+        coverage=coverage,
+        base_noise_pct=robust_spread_pct(base_med),
+        head_noise_pct=robust_spread_pct(head_med),
+        ratio_noise_pct=robust_spread_pct(ratios),
+        threshold_pct=threshold_pct,
+        verdict=verdict_for(low, high, threshold_pct),
+    )
+
+
+def overall_verdict(verdicts: Sequence[AbVerdict]) -> AbVerdict:
+    """A pair's verdict: any regression; else any inconclusive; else any improvement; else no change."""
+    for v in (AbVerdict.REGRESSION, AbVerdict.INCONCLUSIVE, AbVerdict.IMPROVEMENT):
+        if v in verdicts:
+            return v
+    return AbVerdict.NO_CHANGE

@@ -1,0 +1,193 @@
+"""One side of an A/B pair: ``python -m reportgen.ab.worker``, driven by JSON lines on stdin/stdout.
+
+The worker imports ITS OWN checkout's scenario file, with that checkout's root first on
+``sys.path`` (so the user's package is imported from that tree) and as the working folder.
+reportgen itself is the coordinator's: it is imported before the path changes.
+
+Protocol (one JSON object per line; the worker answers every command with one line):
+
+- ``{"cmd": "load", "root": DIR, "scenario": REF, "device": "auto"}`` ->
+  ``{"event": "loaded", "scenario": {...}, "device": ..., "environment": {...}}``
+- ``{"cmd": "warm", "shape": [..], "dtype": "float32", "seed": 0, "variants": [..], "warmup": 3}`` ->
+  ``{"event": "warm", "variants": {name: {"status", "error", "first_call_us", "calls_per_sample", ...}}}``:
+  inputs made, every variant compiled, checked against the reference, warmed up and calibrated.
+- ``{"cmd": "block", "samples": N, "discard": D, "calls": {name: calls_per_sample}}`` ->
+  ``{"event": "block", "samples_us": {name: [N per-call times in µs]}}``, after D untimed samples per variant
+- ``{"cmd": "quit"}``: exits.
+
+Any failure answers ``{"event": "error", "stage": ..., "message": one line}`` and exits 1.
+The scenario's own prints go to stderr: fd 1 is moved to fd 2 and the protocol keeps the original.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from reportgen.backends import import_torch, select_backend
+from reportgen.backends.base import Backend
+from reportgen.codec import to_jsonable
+from reportgen.environment import fingerprint
+from reportgen.errors import ReportgenError
+from reportgen.measure import (
+    _calibrate,
+    _one_line,
+    _release_compile_workers,
+    _samples,
+    _timed_call,
+    _warm_up,
+    check_correctness,
+)
+from reportgen.scenario import Scenario, Variant, load_scenario
+
+MIN_SAMPLE_US = 2000.0
+"""Calibration target: a timing sample lasts at least this long (as in ``reportgen profile``)."""
+
+
+def scenario_path(root: Path, ref: str) -> Path:
+    """The scenario file ``ref`` (a name in ``<root>/scenarios/`` or a .py path relative to root) of a checkout."""
+    if ref.endswith(".py"):
+        path = Path(ref)
+        return path if path.is_absolute() else root / path
+    return root / "scenarios" / f"{ref}.py"
+
+
+@dataclass
+class _State:
+    root: Path | None = None
+    scenario: Scenario | None = None
+    backend: Backend | None = None
+    fns: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    args: tuple[Any, ...] = ()
+
+
+def _enter_checkout(root: Path) -> None:
+    """The checkout's root first on sys.path and as the working folder; the launcher's folder dropped."""
+    launch = os.getcwd()
+    sys.path[:] = [str(root)] + [p for p in sys.path if p not in ("", launch, str(root))]
+    os.chdir(root)
+
+
+def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    root = Path(msg["root"]).resolve()
+    _enter_checkout(root)
+    torch = import_torch()
+    path = scenario_path(root, msg["scenario"])
+    scenario = load_scenario(str(path) if msg["scenario"].endswith(".py") else msg["scenario"], root / "scenarios")
+    backend = select_backend(msg.get("device", "auto"))
+    if msg.get("threads"):
+        torch.set_num_threads(int(msg["threads"]))
+    state.root, state.scenario, state.backend = root, scenario, backend
+    env = fingerprint(torch, backend.device_name(), backend.environment_extras())
+    return {
+        "event": "loaded",
+        "scenario": {
+            "name": scenario.name,
+            "description": scenario.description,
+            "default_shape": list(scenario.default_shape),
+            "default_dtype": scenario.default_dtype,
+            "dtypes": sorted(scenario.tolerances),
+            "variants": [{"name": v.name, "description": v.description, "compile": v.compile}
+                         for v in scenario.variants],
+        },
+        "device": backend.kind.value,
+        "time_basis": backend.time_basis.value,
+        "environment": to_jsonable(env),
+    }
+
+
+def _warm(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    sc, backend = state.scenario, state.backend
+    assert sc is not None and backend is not None, "load before warm"
+    shape = tuple(int(d) for d in msg["shape"])
+    dtype = getattr(torch, msg["dtype"])
+    state.args = sc.make_inputs(shape, dtype, int(msg.get("seed", 0)), backend.torch_device())
+    reference = sc.reference(*state.args)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    common = {"bytes_per_call": sc.bytes_per_call(shape, itemsize), "flops_per_call": sc.flops_per_call(shape)}
+    wanted = set(msg["variants"])
+    out: dict[str, Any] = {}
+    for variant in sc.variants:
+        if variant.name in wanted:
+            out[variant.name] = {**common, **_warm_variant(state, variant, reference, sc, msg)}
+    return {"event": "warm", "variants": out}
+
+
+def _warm_variant(state: _State, variant: Variant, reference: Any, sc: Scenario, msg: dict[str, Any]) -> dict[str, Any]:
+    """Compile, first call, correctness, warm-up and calibration of one variant; a failure is data."""
+    import torch
+
+    backend = state.backend
+    assert backend is not None
+    try:
+        fn = backend.compile(variant.fn) if variant.compile else variant.fn
+        first_us, result = _timed_call(backend, fn, state.args)
+        correctness = check_correctness(result, reference, sc.tolerances[msg["dtype"]])
+        if variant.compile:
+            _release_compile_workers()
+        with torch.no_grad():
+            _warm_up(backend, fn, state.args, int(msg.get("warmup", 3)))
+            calls = _calibrate(backend, fn, state.args, MIN_SAMPLE_US)
+    except Exception as exc:  # the user's variant: its failure is reported, the others go on
+        return {"status": "failed", "error": _one_line(exc)}
+    state.fns[variant.name] = fn
+    status = "ok" if correctness.passed else "incorrect"
+    return {"status": status, "error": None if correctness.passed else "wrong result against the reference",
+            "first_call_us": first_us, "calls_per_sample": calls, "correctness": to_jsonable(correctness)}
+
+
+def _block(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    backend = state.backend
+    assert backend is not None
+    n, discard = int(msg["samples"]), int(msg.get("discard", 0))
+    out: dict[str, list[float]] = {}
+    with torch.no_grad():
+        for name, calls in msg["calls"].items():
+            out[name] = _samples(backend, state.fns[name], state.args, discard + n, int(calls))[discard:]
+    return {"event": "block", "samples_us": out}
+
+
+HANDLERS: dict[str, Callable[[_State, dict[str, Any]], dict[str, Any]]] = {
+    "load": _load, "warm": _warm, "block": _block}
+
+
+def serve(stdin: TextIO, proto: TextIO) -> int:
+    """Answer commands until ``quit`` or end of input; 1 after an error (already reported on ``proto``)."""
+    state = _State()
+    for line in stdin:
+        msg = json.loads(line)
+        cmd = msg.get("cmd")
+        if cmd == "quit":
+            return 0
+        try:
+            reply = HANDLERS[cmd](state, msg)
+        except ReportgenError as exc:
+            reply = {"event": "error", "stage": cmd, "message": exc.message}
+        except Exception as exc:  # the user's scenario or package: one line naming what failed
+            reply = {"event": "error", "stage": cmd, "message": _one_line(exc)}
+        proto.write(json.dumps(reply, allow_nan=False) + "\n")
+        proto.flush()
+        if reply["event"] == "error":
+            return 1
+    return 0
+
+
+def main() -> int:
+    """Keep the real stdout for the protocol; everything else printed goes to stderr."""
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return serve(sys.stdin, proto)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

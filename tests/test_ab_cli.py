@@ -1,0 +1,136 @@
+"""``reportgen ab`` end to end through the CLI: one real small A/B run of two checkouts (each importing its
+own package), a scenario present on one side only, and a side that fails to import."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from reportgen.bundle import load_store
+from reportgen.mdtext import md_escape
+
+TINY = '''"""A tiny RMSNorm for A/B tests; its description names the checkout whose package it imported."""
+import torch
+
+from abpkg import SIDE
+from reportgen.scenario import Scenario, Variant
+
+print("a scenario that prints on import")  # must not corrupt the worker's protocol on stdout
+
+def make_inputs(shape, dtype, seed, device):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=gen).to(dtype).to(device), torch.ones(shape[-1], dtype=dtype, device=device))
+
+
+def naive(x, w):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def fused(x, w):
+    return torch.rms_norm(x, (x.shape[-1],), w, 1e-6)
+
+
+def reference(x, w):
+    x64 = x.double()
+    return x64 * torch.rsqrt((x64 * x64).mean(-1, keepdim=True) + 1e-6) * w.double()
+
+
+SCENARIO = Scenario(
+    name="tiny", description=f"tiny rmsnorm from the {SIDE} tree", default_shape=(4, 64), default_dtype="float32",
+    make_inputs=make_inputs, reference=reference,
+    variants=(Variant("naive", "eager ops", naive), Variant("fused", "torch.rms_norm", fused),
+              Variant("compiled", "naive under torch.compile", naive, compile=True)),
+    bytes_per_call=lambda shape, itemsize: 2 * shape[0] * shape[1] * itemsize,
+    flops_per_call=lambda shape: 4 * shape[0] * shape[1],
+)
+'''
+EXIT_BY_HEADLINE = {"no change": 0, "faster": 0, "regression": 1, "inconclusive after the time budget": 7}
+
+
+def checkout(root: Path, side: str, scenario: str | None = TINY) -> str:
+    """A git checkout holding scenarios/tiny.py and its own package ``abpkg``; returns its commit sha."""
+    (root / "abpkg").mkdir(parents=True)
+    (root / "abpkg" / "__init__.py").write_text(f"SIDE = {side!r}\n")
+    if scenario is not None:
+        (root / "scenarios").mkdir()
+        (root / "scenarios" / "tiny.py").write_text(scenario)
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", side]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
+    shas = {side: checkout(tmp_path / side, side) for side in ("base", "head")}
+    store, out = tmp_path / "store", tmp_path / "comment.md"
+    proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
+                   "--shape", "4,64", "--variants", "naive,fused", "--min-rounds", "6", "--max-seconds", "2",
+                   "--samples", "4", "--store", str(store), "--output", str(out), "--quiet", timeout=120)
+    assert proc.stderr == "" and proc.stdout == ""
+    text = out.read_text()
+    headline = re.search(r"^### :[a-z_]+: reportgen A/B: ([a-z ]+)", text, re.M)
+    assert headline is not None and proc.returncode == EXIT_BY_HEADLINE[headline.group(1)]
+    base, head = load_store(store)
+    assert base.ab is not None and head.ab is not None and base.ab.pair_id == head.ab.pair_id
+    assert (base.ab.side, head.ab.side) == ("base", "head")
+    # each worker imported its own checkout's package
+    assert base.scenario.description == "tiny rmsnorm from the base tree"
+    assert head.scenario.description == "tiny rmsnorm from the head tree"
+    assert (base.git.sha, head.git.sha) == (shas["base"], shas["head"])
+    rounds = len(base.ab.rounds)
+    assert rounds >= 6 and len(head.ab.rounds) == rounds
+    assert [v.name for v in base.variants] == ["naive", "fused"]
+    assert all(len(v.samples_us) == 4 * rounds and v.status.value == "ok" for v in (*base.variants, *head.variants))
+    assert f"**{rounds} rounds** in ABBA order, 4 samples per variant per side per round" in text
+    assert f"base {shas['base'][:12]} vs head {shas['head'][:12]}" in text
+    assert "Scenario **tiny** (shape 4\\,64, float32) on **cpu**" in text
+    assert f"base run {md_escape(base.run_id)}, head run {md_escape(head.run_id)}" in text
+
+
+def test_a_scenario_only_in_head_is_new_not_a_failure(tmp_path: Path) -> None:
+    checkout(tmp_path / "base", "base", scenario=None)
+    checkout(tmp_path / "head", "head")
+    proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
+                   "--store", str(tmp_path / "store"))
+    assert proc.returncode == 0, proc.stderr
+    assert "reportgen A/B: scenario tiny is new in head" in proc.stdout
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_side_that_fails_to_import_is_named_and_exits_3(tmp_path: Path) -> None:
+    checkout(tmp_path / "base", "base")
+    checkout(tmp_path / "head", "head", scenario=TINY.replace("from abpkg import SIDE", "from abpkg import GONE"))
+    proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
+                   "--store", str(tmp_path / "store"), "--quiet", timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert "> The **head** side failed (import): " in proc.stdout
+    assert "ImportError" in proc.stdout and "GONE" in proc.stdout
+    assert proc.stderr.count("\n") == 1
+    head = tmp_path / "head"
+    assert proc.stderr.startswith(f"reportgen: error: the head side ({head}) failed in load: "
+                                  f"{head / 'scenarios' / 'tiny.py'}: failed to load (ImportError")
+    assert str(head / "abpkg" / "__init__.py") in proc.stderr  # the head's own package was the one imported
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--min-rounds", "7"], "--min-rounds 7: must be an even number >= 6"),
+        (["--shape", "4,x"], "--shape '4,x': expected comma-separated positive integers"),
+        (["--base", "/nonexistent/x"], "--base /nonexistent/x: not a folder"),
+    ],
+)
+def test_bad_arguments_are_one_line_exit_2(tmp_path: Path, extra: list[str], message: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from reportgen.cli import main
+
+    code = main(["ab", "--base", str(tmp_path), "--head", str(tmp_path), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err

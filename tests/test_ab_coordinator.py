@@ -1,0 +1,273 @@
+"""The A/B coordinator with deterministic fake workers and a fake clock: order, verdicts, budget, sides, bundles,
+and the comment (escaping, what it states). No processes, no timing luck."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reportgen.ab.command import ab_json, render_ab_markdown, render_scenario_only, store_pair
+from reportgen.ab.coordinator import AbSettings, PairResult, SideFailed, VariantKind, coordinate
+from reportgen.ab.pairstats import METHOD, AbVerdict
+from reportgen.bundle import load_run, load_store
+from reportgen.codec import to_jsonable
+from reportgen.errors import ExitCode, UsageError
+from reportgen.mdtext import md_escape
+from reportgen.model import Environment, GitInfo
+
+ENV = to_jsonable(Environment(hostname="testhost", platform="Linux", python_version="3.11.7", cpu_model="Test CPU",
+                              cpu_count=2, torch_version="2.13.0", torch_threads=2, device_name="Test CPU"))
+ROOTS = {"base": "/checkouts/base", "head": "/checkouts/head"}
+COMMITS = {"base": GitInfo("a" * 40, False), "head": GitInfo("b" * 40, True)}
+HOSTILE = "<b>x|y</b> @octocat `tick` [l](javascript:alert(1))"
+
+
+class Clock:
+    """Fake time: advanced only by the fake workers' blocks."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class FakeWorker:
+    """A side whose per-call times are ``times_us[v] * factor(block index) * drift(clock)``, exactly."""
+
+    side: str
+    times_us: dict[str, float]
+    clock: Clock
+    log: list[tuple[str, str, dict[str, Any]]]
+    factor: Callable[[int], float] = lambda _i: 1.0
+    drift: Callable[[float], float] = lambda _t: 1.0
+    block_s: float = 1.0
+    load_error: str | None = None
+    warm_status: dict[str, str] = field(default_factory=dict)
+    die_at_block: int | None = None
+    default_shape: tuple[int, ...] = (4, 8)
+    blocks: int = 0
+    pending: dict[str, Any] | None = None
+    closed: bool = False
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.log.append((self.side, msg["cmd"], msg))
+        self.pending = msg
+
+    def receive(self) -> dict[str, Any]:
+        msg, self.pending = self.pending, None
+        assert msg is not None
+        return getattr(self, "_" + msg["cmd"])(msg)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def _load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.load_error:
+            return {"event": "error", "stage": "load", "message": self.load_error}
+        variants = [{"name": n, "description": f"{n} on {self.side}", "compile": False} for n in self.times_us]
+        return {"event": "loaded", "device": "cpu", "time_basis": "cpu", "environment": ENV,
+                "scenario": {"name": "tiny", "description": "a tiny scenario", "default_shape": list(self.default_shape),
+                             "default_dtype": "float32", "dtypes": ["float32"], "variants": variants}}
+
+    def _warm(self, msg: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for name in msg["variants"]:
+            status = self.warm_status.get(name, "ok")
+            out[name] = {"status": status, "error": None if status == "ok" else f"{status}: boom {HOSTILE}",
+                         "first_call_us": 10 * self.times_us[name], "calls_per_sample": 2 if self.side == "head" else 1,
+                         "correctness": None, "bytes_per_call": 64, "flops_per_call": 16}
+        return {"event": "warm", "variants": out}
+
+    def _block(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.die_at_block is not None and self.blocks == self.die_at_block:
+            return {"event": "error", "stage": "block", "message": "Segmentation fault"}
+        scale = self.factor(self.blocks) * self.drift(self.clock.now)
+        self.blocks += 1
+        self.clock.now += self.block_s
+        samples = {name: [self.times_us[name] * scale * f for f in (0.9, 1.0, 1.0, 3.0)] for name in msg["calls"]}
+        return {"event": "block", "samples_us": samples}
+
+
+def pair(base_times: dict[str, float], head_times: dict[str, float], settings: AbSettings | None = None,
+         **head_kw: Any) -> tuple[PairResult, list[tuple[str, str, dict[str, Any]]], FakeWorker, FakeWorker]:
+    clock, log = Clock(), []  # type: ignore[var-annotated]
+    base_kw = {k[5:]: head_kw.pop(k) for k in list(head_kw) if k.startswith("base_")}
+    drift = head_kw.pop("drift", lambda _t: 1.0)
+    base = FakeWorker("base", base_times, clock, log, drift=drift, **base_kw)
+    head = FakeWorker("head", head_times, clock, log, drift=drift, **head_kw)
+    result = coordinate(base, head, ROOTS, "tiny", settings or AbSettings(), clock=clock)
+    return result, log, base, head
+
+
+def linear_drift(t: float) -> float:
+    """The machine gets 1 % slower per block (per fake second): 40 % over a 40-block pair."""
+    return 1.0 + t / 100.0
+
+
+def block_sides(log: list[tuple[str, str, dict[str, Any]]]) -> str:
+    return "".join(side[0].upper() for side, cmd, _ in log if cmd == "block")
+
+
+def test_rounds_alternate_abba_after_one_priming_round() -> None:
+    result, log, *_ = pair({"naive": 100.0}, {"naive": 100.0})
+    assert result.stop_reason == "decided" and len(result.rounds) == 10
+    assert block_sides(log) == "BH" + "BHHB" * 5
+    assert [r.first_side for r in result.rounds] == ["base", "head"] * 5
+    loads = [side for side, cmd, _ in log if cmd == "load"]
+    warms = [side for side, cmd, _ in log if cmd == "warm"]
+    assert loads == ["base", "head"] and warms == ["base", "head"]
+    # both sides time the same calls per sample: the larger of the two calibrations
+    assert all(msg["calls"] == {"naive": 2} for _, cmd, msg in log if cmd == "block")
+
+
+def test_same_code_under_strong_drift_is_no_change() -> None:
+    result, *_ = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 50.0}, drift=linear_drift)
+    (naive, fused) = result.variants
+    assert naive.stats is not None and fused.stats is not None
+    medians = naive.stats.base_round_medians_us
+    assert medians[-1] / medians[0] > 1.15  # the machine drifted by more than the threshold ...
+    assert naive.verdict is AbVerdict.NO_CHANGE and fused.verdict is AbVerdict.NO_CHANGE  # ... and it cancelled
+    assert result.verdict is AbVerdict.NO_CHANGE and result.exit_code is ExitCode.OK
+
+
+def test_a_real_slowdown_is_a_regression_and_three_percent_is_not() -> None:
+    slow, *_ = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 62.5}, drift=linear_drift)
+    assert [v.verdict for v in slow.variants] == [AbVerdict.NO_CHANGE, AbVerdict.REGRESSION]
+    assert slow.exit_code is ExitCode.REGRESSION
+    small, *_ = pair({"fused": 50.0}, {"fused": 51.5}, drift=linear_drift)
+    assert small.variants[0].verdict is AbVerdict.NO_CHANGE and small.exit_code is ExitCode.OK
+    faster, *_ = pair({"fused": 50.0}, {"fused": 40.0}, drift=linear_drift)
+    assert faster.verdict is AbVerdict.IMPROVEMENT and faster.exit_code is ExitCode.OK
+
+
+def test_inconclusive_runs_more_rounds_until_the_budget_then_exits_7() -> None:
+    settings = AbSettings(max_seconds=30.0)
+    result, *_ = pair({"naive": 100.0}, {"naive": 100.0}, settings, factor=lambda i: 1.12 if i % 2 else 1.0)
+    assert result.variants[0].verdict is AbVerdict.INCONCLUSIVE
+    assert result.stop_reason == "time budget" and result.exit_code is ExitCode.INCONCLUSIVE
+    assert len(result.rounds) > settings.min_rounds
+    round_s = 2.0  # two fake blocks of 1 s
+    assert result.rounds_s <= settings.max_seconds < result.rounds_s + settings.check_every * round_s
+
+
+def test_more_rounds_settle_an_inconclusive_start() -> None:
+    # head blocks 0-10 (priming + 10 rounds) alternate 1.0 / 1.3, later ones are all 1.2. At 18 rounds the
+    # sign-test rank is 5 (the 5th smallest ratio is still 1.0); at 20 it is 6, and ranks 6..15 are all 1.2.
+    result, *_ = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=1000.0),
+                      factor=lambda i: (1.3 if i % 2 else 1.0) if i <= 10 else 1.2)
+    assert result.stop_reason == "decided" and len(result.rounds) == 20
+    stats = result.variants[0].stats
+    assert stats is not None and (stats.ci_low, stats.ci_high) == pytest.approx((1.2, 1.2))
+    assert result.exit_code is ExitCode.REGRESSION
+
+
+def test_variants_on_one_side_only_are_new_or_removed_never_failures() -> None:
+    result, log, *_ = pair({"naive": 100.0, "old": 10.0}, {"naive": 100.0, "new": 10.0})
+    kinds = {v.name: v.kind for v in result.variants}
+    assert kinds == {"naive": VariantKind.MEASURED, "old": VariantKind.REMOVED, "new": VariantKind.NEW}
+    assert all(set(msg["calls"]) == {"naive"} for _, cmd, msg in log if cmd == "block")
+    assert result.exit_code is ExitCode.OK
+    text = render_ab_markdown(result, COMMITS, None)
+    assert "| new | — | — | — | — | new in head (not compared) |" in text
+    assert "| old | — | — | — | — | removed in head |" in text
+
+
+def test_a_side_that_fails_to_load_is_named_and_exits_3() -> None:
+    result, log, base, head = pair({"naive": 100.0}, {"naive": 100.0}, load_error=f"ImportError: {HOSTILE}")
+    assert [s.side for s in result.failed_sides] == ["head"] and result.head.error_stage == "load"
+    assert result.rounds == () and result.exit_code is ExitCode.BAD_INPUT
+    assert [cmd for _, cmd, _ in log] == ["load", "load"]
+    text = render_ab_markdown(result, COMMITS, None)
+    assert "### :warning: reportgen A/B: a side failed" in text
+    assert f"> The **head** side failed (import): {md_escape('ImportError: ' + HOSTILE)}" in text
+    assert HOSTILE not in text
+
+
+def test_a_variant_that_fails_to_compile_in_head_is_a_named_regression() -> None:
+    result, log, *_ = pair({"naive": 100.0, "compiled": 20.0}, {"naive": 100.0, "compiled": 20.0},
+                           warm_status={"compiled": "failed"})
+    kinds = {v.name: v.kind for v in result.variants}
+    assert kinds == {"naive": VariantKind.MEASURED, "compiled": VariantKind.BROKEN_IN_HEAD}
+    assert result.exit_code is ExitCode.REGRESSION and result.verdict is AbVerdict.REGRESSION
+    text = render_ab_markdown(result, COMMITS, None)
+    assert f":red_circle: broken in head: {md_escape('failed: boom ' + HOSTILE)}" in text
+    only_base, *_ = pair({"naive": 100.0, "compiled": 20.0}, {"naive": 100.0, "compiled": 20.0},
+                         base_warm_status={"compiled": "incorrect"})
+    assert only_base.variants[1].kind is VariantKind.FAILED_IN_BASE and only_base.exit_code is ExitCode.OK
+
+
+def test_a_worker_dying_mid_rounds_is_named() -> None:
+    with pytest.raises(SideFailed, match="the head worker failed in round 3: Segmentation fault"):
+        pair({"naive": 100.0}, {"naive": 100.0}, die_at_block=3)  # blocks 0 priming, 1-2 rounds 1-2
+
+
+def test_bad_settings_and_unknown_variants_are_refused() -> None:
+    with pytest.raises(UsageError, match="--min-rounds 5: must be an even number >= 6"):
+        pair({"naive": 1.0}, {"naive": 1.0}, AbSettings(min_rounds=5))
+    with pytest.raises(UsageError, match="--threshold 0: must be a positive"):
+        pair({"naive": 1.0}, {"naive": 1.0}, AbSettings(threshold_pct=0))
+    with pytest.raises(UsageError, match="--variants: turbo not declared on either side"):
+        pair({"naive": 1.0}, {"naive": 1.0}, AbSettings(variants=("naive", "turbo")))
+
+
+def test_differing_default_shapes_use_base_and_say_so() -> None:
+    result, log, *_ = pair({"naive": 1.0}, {"naive": 1.0}, default_shape=(8, 8))
+    assert result.shape == (4, 8)
+    assert all(msg["shape"] == [4, 8] for _, cmd, msg in log if cmd == "warm")
+    assert result.notes == ("the scenario's default shape differs (base 4,8, head 8,8); both sides used base's",)
+
+
+def test_both_runs_are_stored_as_one_pair_with_every_rounds_samples(tmp_path: Path) -> None:
+    result, *_ = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 62.5}, drift=linear_drift)
+    ids = store_pair(result, COMMITS, tmp_path)
+    base, head = load_run(tmp_path / ids["base"]), load_run(tmp_path / ids["head"])
+    assert [r.run_id for r in load_store(tmp_path)] == sorted(ids.values())
+    assert base.ab is not None and head.ab is not None
+    assert base.ab.pair_id == head.ab.pair_id
+    assert (base.ab.side, base.ab.partner_run_id) == ("base", head.run_id)
+    assert (head.ab.side, head.ab.partner_run_id) == ("head", base.run_id)
+    assert base.ab.method == METHOD and base.ab.threshold_pct == 5.0
+    assert base.git == COMMITS["base"] and head.git == COMMITS["head"]
+    for run, side in ((base, "base"), (head, "head")):
+        assert run.ab is not None and len(run.ab.rounds) == len(result.rounds)
+        for stored, measured in zip(run.ab.rounds, result.rounds, strict=True):
+            assert stored.first_side == measured.first_side
+            assert {s.variant: s.samples_us for s in stored.samples} == measured.samples_us[side]
+        fused = run.variant("fused")
+        assert fused is not None
+        assert fused.samples_us == tuple(x for r in result.rounds for x in r.samples_us[side]["fused"])
+        assert fused.description == f"fused on {side}"
+    assert base.scenario.parameters == {"shape": "4,8", "dtype": "float32", "seed": "0"}
+
+
+def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
+    result, *_ = pair({HOSTILE: 100.0}, {HOSTILE: 125.0}, drift=linear_drift)
+    text = render_ab_markdown(result, COMMITS, {"base": "run-a", "head": "run-b"})
+    assert text.startswith("<!-- reportgen-ab -->\n### :x: reportgen A/B: regression: ")
+    assert "**10 rounds** in ABBA order, 8 samples per variant per side per round" in text
+    assert md_escape(METHOD) in text and "stopped: decided" in text
+    assert "The pair's own noise (spread of one side's round medians): at most " in text
+    assert "base aaaaaaaaaaaa vs head bbbbbbbbbbbb \\(with uncommitted changes\\)" in text
+    assert "(" + md_escape("Test CPU, host testhost, torch 2.13.0, 2 threads") + ")" in text
+    assert HOSTILE not in text and md_escape(HOSTILE) in text
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 2 and all(r.count(" | ") == 5 for r in rows[1:])  # header + one row, six cells
+    assert "| " + md_escape(HOSTILE) + " | " in rows[1] and ":red_circle: regression" in rows[1]
+    assert "run\\-a" in text
+    doc = json.loads(ab_json(result, COMMITS, None))
+    assert doc["schema_version"] == 1 and doc["verdict"] == "regression" and doc["exit_code"] == 1
+    assert len(doc["rounds"]) == 10 and doc["variants"][0]["stats"]["rounds"] == 10
+
+
+def test_a_scenario_on_one_side_only_is_new_or_removed() -> None:
+    text = render_scenario_only(HOSTILE, "new", COMMITS, "markdown")
+    assert f"scenario {md_escape(HOSTILE)} is new in head" in text and "This is not a failure." in text
+    doc = json.loads(render_scenario_only("tiny", "removed", COMMITS, "json"))
+    assert doc["scenario_status"] == "removed"

@@ -1,0 +1,184 @@
+"""reportgen.ab.pairstats and reportgen.ab.drift on synthetic rounds whose statistics are known exactly."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from factories import synthetic_run, variant
+
+from reportgen.ab.drift import (
+    compare_after_the_fact,
+    consecutive_ratios,
+    history_medians,
+    minutes_apart,
+    not_interleaved_note,
+    widen_for_drift,
+)
+from reportgen.ab.pairstats import (
+    AbVerdict,
+    median,
+    overall_verdict,
+    pair_stats,
+    robust_spread_pct,
+    sign_test_rank,
+    verdict_for,
+)
+
+
+def blocks(medians: list[float]) -> list[list[float]]:
+    """One block per round whose median is exactly the given value (a fast and a slow outlier around it)."""
+    return [[m * 0.5, m, m * 4.0] for m in medians]
+
+
+def rounds_with_ratios(ratios: list[float], base_us: float = 128.0) -> tuple[list[list[float]], list[list[float]]]:
+    """Base blocks with median ``base_us`` (a power of two: the ratios divide back exactly) and head blocks x ratio."""
+    return blocks([base_us] * len(ratios)), blocks([base_us * r for r in ratios])
+
+
+# Ten rounds: sorted 1.06 1.07 1.08 1.09 1.10 1.11 1.12 1.15 1.20 1.30. For n = 10 the sign-test rank is 2
+# (P(B <= 1) = 11/1024 per tail), so the interval is [2nd smallest, 2nd largest] = [1.07, 1.20].
+SLOWER = [1.10, 1.20, 1.06, 1.12, 1.08, 1.30, 1.07, 1.15, 1.09, 1.11]
+
+
+def test_sign_test_ranks_match_the_binomial_table() -> None:
+    assert sign_test_rank(5) == (0, 1.0)  # 2 * 1/32 > 5 %: no 95 % interval with 5 rounds
+    assert sign_test_rank(6) == (1, 1 - 2 / 64)
+    assert sign_test_rank(10) == (2, 1 - 2 * 11 / 1024)
+    assert sign_test_rank(20)[0] == 6
+    assert sign_test_rank(30)[0] == 10
+    for n in range(6, 60):
+        k, coverage = sign_test_rank(n)
+        assert coverage >= 0.95
+        tail_next = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+        assert 2 * tail_next > 0.05  # k is the largest rank that keeps 95 %
+
+
+def test_exact_interval_ratio_and_regression() -> None:
+    base, head = rounds_with_ratios(SLOWER)
+    s = pair_stats(base, head, threshold_pct=5.0)
+    assert s.rounds == 10
+    assert s.base_round_medians_us == (128.0,) * 10
+    assert s.round_ratios == pytest.approx(SLOWER, rel=1e-15)
+    assert s.ratio == pytest.approx((1.10 + 1.11) / 2, rel=1e-15)
+    assert (s.ci_low, s.ci_high) == pytest.approx((1.07, 1.20), rel=1e-15)
+    assert s.coverage == 1 - 2 * 11 / 1024
+    assert s.verdict is AbVerdict.REGRESSION
+    assert s.change_pct == pytest.approx(10.5) and s.ci_low_pct == pytest.approx(7.0)
+
+
+def test_one_preempted_round_does_not_move_the_interval() -> None:
+    wild = [6.0 if r == 1.30 else r for r in SLOWER]  # the largest ratio becomes a preempted round
+    s = pair_stats(*rounds_with_ratios(wild), threshold_pct=5.0)
+    assert (s.ci_low, s.ci_high) == pytest.approx((1.07, 1.20), rel=1e-15)
+    assert s.verdict is AbVerdict.REGRESSION
+
+
+def test_threshold_of_ten_makes_the_same_rounds_inconclusive() -> None:
+    s = pair_stats(*rounds_with_ratios(SLOWER), threshold_pct=10.0)
+    assert s.verdict is AbVerdict.INCONCLUSIVE  # [1.07, 1.20] straddles 1.10
+
+
+def test_same_code_with_a_systematic_one_percent_is_no_change() -> None:
+    ratios = [1.01 * f for f in (0.99, 1.01, 0.98, 1.02, 1.00, 0.995, 1.005, 0.97, 1.03, 1.0)]
+    s = pair_stats(*rounds_with_ratios(ratios), threshold_pct=5.0)
+    assert s.verdict is AbVerdict.NO_CHANGE
+    assert 0.95 < s.ci_low <= s.ratio <= s.ci_high < 1.05
+
+
+def test_improvement_needs_the_whole_interval_below() -> None:
+    faster = [1 / r for r in SLOWER]
+    s = pair_stats(*rounds_with_ratios(faster), threshold_pct=5.0)
+    assert (s.ci_low, s.ci_high) == pytest.approx((1 / 1.20, 1 / 1.07), rel=1e-15)
+    assert s.verdict is AbVerdict.IMPROVEMENT
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [
+        (1 + 5 / 100, 1.2, AbVerdict.REGRESSION),  # touching the threshold counts
+        (1.049, 1.2, AbVerdict.INCONCLUSIVE),
+        (0.96, 1.04, AbVerdict.NO_CHANGE),
+        (0.9, 1 - 5 / 100, AbVerdict.IMPROVEMENT),
+        (0.9, 0.951, AbVerdict.INCONCLUSIVE),
+        (0.9, 1.1, AbVerdict.INCONCLUSIVE),
+    ],
+)
+def test_verdict_edges(low: float, high: float, expected: AbVerdict) -> None:
+    assert verdict_for(low, high, 5.0) is expected
+
+
+def test_noise_is_the_robust_spread_of_one_sides_round_medians() -> None:
+    a = 0.1
+    medians = [100.0, 100 * math.exp(a), 100 * math.exp(-a), 100 * math.exp(2 * a), 100 * math.exp(-2 * a)]
+    # logs around their median 0: |0|, a, a, 2a, 2a -> MAD a -> 1.4826 a
+    assert robust_spread_pct(medians) == pytest.approx(1.4826 * a * 100)
+    s = pair_stats(blocks(medians + [100.0]), blocks([m * 1.0 for m in medians + [100.0]]), 5.0)
+    assert s.base_noise_pct == pytest.approx(robust_spread_pct(medians + [100.0]))
+    assert s.ratio_noise_pct == 0.0 and s.verdict is AbVerdict.NO_CHANGE
+
+
+def test_median_and_refusals() -> None:
+    assert median([3.0, 1.0, 2.0]) == 2.0 and median([4.0, 1.0, 2.0, 3.0]) == 2.5
+    with pytest.raises(ValueError, match="rounds differ"):
+        pair_stats(blocks([1.0] * 6), blocks([1.0] * 7), 5.0)
+    with pytest.raises(ValueError, match="at least 6 rounds"):
+        pair_stats(blocks([1.0] * 5), blocks([1.0] * 5), 5.0)
+
+
+def test_overall_verdict_precedence() -> None:
+    R, Up, N, Q = AbVerdict.REGRESSION, AbVerdict.IMPROVEMENT, AbVerdict.NO_CHANGE, AbVerdict.INCONCLUSIVE
+    assert overall_verdict([N, Q, R, Up]) is R
+    assert overall_verdict([N, Q, Up]) is Q
+    assert overall_verdict([N, Up]) is Up
+    assert overall_verdict([N, N]) is N and overall_verdict([]) is N
+
+
+# ---- drift between separate runs ---------------------------------------------------------------------------
+
+
+def test_drift_widens_by_the_spread_of_consecutive_run_ratios() -> None:
+    a = math.log(1.1)
+    history = [math.exp(x) for x in (a, -a, a, -a)]  # logs mean 0, sd = sqrt(4 a^2 / 3)
+    sd = math.sqrt(4 * a * a / 3)
+    d = widen_for_drift(1.0, 1.0, 1.0, history, minutes=42.0)
+    assert d.drift_pct == pytest.approx(sd * 100)
+    assert (d.ci_low, d.ci_high) == pytest.approx((math.exp(-1.959963984540054 * sd), math.exp(1.959963984540054 * sd)))
+    assert (d.within_low, d.within_high) == (1.0, 1.0)
+    assert d.note.startswith("not interleaved: taken 42 minutes apart; interval widened by the drift between 5 earlier")
+
+
+def test_drift_adds_in_quadrature_to_the_within_run_interval() -> None:
+    history = [1.0, 1.0, 1.0]  # no drift at all: the interval is unchanged
+    d = widen_for_drift(1.2, 1.1, 1.3, history, minutes=3)
+    assert (d.ci_low, d.ci_high) == pytest.approx((1.1, 1.3))
+    assert d.drift_pct == 0.0
+
+
+def test_too_little_history_keeps_the_interval_and_says_so() -> None:
+    d = widen_for_drift(1.2, 1.1, 1.3, [1.05, 0.97], minutes=0.5)
+    assert (d.ci_low, d.ci_high, d.drift_pct) == (1.1, 1.3, None)
+    assert d.note.startswith("not interleaved: taken 30 seconds apart; the drift between runs is unknown")
+    assert not_interleaved_note(1.0) == "not interleaved: taken 1 minute apart"
+
+
+def test_history_is_runs_of_the_same_machine_scenario_and_parameters_up_to_base() -> None:
+    def run(i: int, median_us: float, **kw: object) -> object:
+        return synthetic_run(run_id=f"20261130T00{i:02d}00Z-cpu-test-abc{i:03d}", created_utc=f"2026-11-30T00:{i:02d}:00Z",
+                             variants=(variant("naive", median_us, n=31),), **kw)
+
+    same = [run(i, m) for i, m in enumerate([100.0, 110.0, 99.0, 121.0])]
+    other_host = run(5, 1000.0, hostname="elsewhere")
+    other_shape = run(6, 5.0, shape="8,8")
+    head = run(30, 500.0)
+    runs = [head, other_shape, *reversed(same), other_host]
+    base = same[-1]
+    assert history_medians(runs, base, "naive") == pytest.approx((100.0, 110.0, 99.0, 121.0))  # type: ignore[arg-type]
+    assert consecutive_ratios([100.0, 110.0, 99.0, 121.0]) == pytest.approx((1.1, 0.9, 121 / 99))
+    assert minutes_apart(base.created_utc, head.created_utc) == 27.0  # type: ignore[attr-defined]
+    d = compare_after_the_fact(runs, base, head, "naive", 5.0, 4.9, 5.1)  # type: ignore[arg-type]
+    assert d.history_ratios == 3 and d.ci_low < 4.9 and d.ci_high > 5.1
+    assert d.note.startswith("not interleaved: taken 27 minutes apart")
+    missing = dataclasses.replace(base, variants=())  # type: ignore[type-var]
+    assert history_medians([missing], missing, "naive") == ()

@@ -356,7 +356,8 @@ def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: Device
         notes.append(f"{item.variant}: {table.unattributed_device_count} device event(s) link to no host op; "
                      "they are one row of their own")
     if trace.rank is not None:
-        notes.append(f"{item.variant}: rank {trace.rank} of {trace.world_size}")
+        notes.append(f"{item.variant}: rank {trace.rank} of {trace.world_size}" if trace.world_size is not None
+                     else f"{item.variant}: rank {trace.rank} (world size not recorded in the trace)")
     if item.artifacts:
         names = ", ".join(a.name for a in item.artifacts)
         notes.append(f"{item.variant}: Neuron files kept as artifacts: {names}")

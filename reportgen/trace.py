@@ -49,6 +49,8 @@ STEP_NAME_RE = re.compile(r"ProfilerStep#\d+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """Lone surrogates (from \\ud800-style escapes) are not text: replaced like NUL."""
 TRACE_FILE_SUFFIXES = (".json.gz", ".json")
+MAX_SHAPES_PER_OP = 4
+"""Distinct input shapes kept per host op name; more are shown as '…'."""
 
 
 class Lane(str, Enum):
@@ -96,6 +98,8 @@ class Trace:
     rank: int | None = None
     world_size: int | None = None
     cuda_runtime_version: int | None = None
+    input_shapes: dict[str, str] = field(default_factory=dict)
+    """Host op name -> its calls' distinct ``args["Input Dims"]`` (at most MAX_SHAPES_PER_OP, '; '-joined)."""
 
 
 # Category -> lane. Kineto's activity names (libkineto ActivityType.cpp) plus older and non-Kineto spellings.
@@ -106,7 +110,7 @@ _DEVICE_CATS = frozenset({
     "kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset", "cuda_sync",
     "cuda_profiler_range", "mtia_ccp_events", "hpu_op",
 })
-DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "mtia_ccp_events"})
 """Device-lane categories that are work on the device (not annotations, syncs or profiler ranges)."""
 
 
@@ -432,6 +436,7 @@ class _EventBuilder:
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[str, str] = {}
         self.runtime_names: set[str] = set()
+        self.shapes: dict[str, list[Any]] = {}
 
     def fail(self, obj: Any, problem: str) -> TraceError:
         name = obj.get("name") if isinstance(obj, dict) else None
@@ -520,6 +525,13 @@ class _EventBuilder:
                 corr = None
             if type(ext) is not int:
                 ext = None
+            dims = args.get("Input Dims")
+            if type(dims) is list and lane is Lane.FRAMEWORK:
+                seen = self.shapes.get(name)
+                if seen is None:
+                    self.shapes[name] = [dims]
+                elif len(seen) <= MAX_SHAPES_PER_OP and dims not in seen:
+                    seen.append(dims)  # one more than kept: marks "and others"
         self.out.append(TraceEvent(name, cat, lane, ts, dur, pid, tid, corr, ext))
 
     def add_begin_end(self, obj: dict[str, Any], ph: str) -> None:
@@ -583,6 +595,7 @@ class _EventBuilder:
             rank=_opt(dist.get("rank"), int),
             world_size=_opt(dist.get("world_size"), int),
             cuda_runtime_version=_opt(top.get("cuda_runtime_version"), int),
+            input_shapes={name: _shapes_text(seen) for name, seen in self.shapes.items()},
         )
 
     def bind_flows(self, events: list[TraceEvent]) -> list[TraceEvent]:
@@ -607,6 +620,12 @@ class _EventBuilder:
 def _flow_bound(e: TraceEvent) -> bool:
     """Events a launch flow (``ac2g``) can start or end on: runtime calls and device work."""
     return e.lane is Lane.RUNTIME or is_device_work(e)
+
+
+def _shapes_text(seen: list[Any]) -> str:
+    """Distinct Input Dims as key_averages prints them ('[[4, 8], []]'), '; '-joined; text-safe and bounded."""
+    text = "; ".join(str(d)[:200] for d in seen[:MAX_SHAPES_PER_OP]) + ("; …" if len(seen) > MAX_SHAPES_PER_OP else "")
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
 def _is_incomplete(exc: json.JSONDecodeError, buffered: int) -> bool:

@@ -52,6 +52,8 @@ class OpTable:
     aten_op_count: int
     host_op_count: int
     step_durations_us: tuple[float, ...]
+    device_launchers: tuple[str | None, ...] = ()
+    """The launching op's name of each device work event of the trace, in trace order (None: not linked)."""
 
 
 @dataclass(slots=True)
@@ -77,7 +79,8 @@ def build_op_table(trace: Trace) -> OpTable:
     """The op table, device totals and dispatch count of ``trace``."""
     frames, by_correlation, by_external = _nest_host_ops(trace.events)
     device = [e for e in trace.events if e.lane is Lane.DEVICE and is_device_work(e)]
-    unattributed = [e for e in device if not _attribute(e, by_correlation, by_external)]
+    launchers = tuple(_attribute(e, by_correlation, by_external) for e in device)
+    unattributed = [e for e, who in zip(device, launchers) if who is None]
     rows = _aggregate(frames, trace.input_shapes)
     if unattributed:
         total = sum(e.duration_us for e in unattributed)
@@ -93,6 +96,7 @@ def build_op_table(trace: Trace) -> OpTable:
         aten_op_count=sum(1 for f in frames if f.name.startswith(ATEN_PREFIX)),
         host_op_count=len(frames),
         step_durations_us=tuple(e.duration_us for e in profiler_steps(trace)),
+        device_launchers=launchers,
     )
 
 
@@ -132,19 +136,19 @@ def _nest_host_ops(events: tuple[TraceEvent, ...]
     return frames, by_correlation, by_external
 
 
-def _attribute(e: TraceEvent, by_correlation: dict[int, _Frame | None], by_external: dict[int, _Frame]) -> bool:
-    """Add a device event's time to its launching op and that op's ancestors; False if it has none."""
+def _attribute(e: TraceEvent, by_correlation: dict[int, _Frame | None], by_external: dict[int, _Frame]) -> str | None:
+    """Add a device event's time to its launching op and that op's ancestors; the op's name, None if it has none."""
     frame = by_correlation.get(e.correlation) if e.correlation is not None else None
     if frame is None and e.external_id is not None and e.external_id != e.correlation:  # old Kineto: a copy
         frame = by_external.get(e.external_id)
     if frame is None:
-        return False
+        return None
     frame.self_device_us += e.duration_us
     node: _Frame | None = frame
     while node is not None:
         node.total_device_us += e.duration_us
         node = node.parent
-    return True
+    return frame.name
 
 
 def _aggregate(frames: list[_Frame], shapes: dict[str, str]) -> list[OpRow]:

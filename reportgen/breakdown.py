@@ -172,7 +172,7 @@ def _union_sorted(pairs: Sequence[tuple[float, float]]) -> Intervals:
 
 
 def _union(a: Intervals, b: Intervals) -> Intervals:
-    return _union_sorted(sorted([*zip(*a), *zip(*b)]))
+    return _union_sorted(sorted([*zip(*a, strict=True), *zip(*b, strict=True)]))
 
 
 def _subtract(a: Intervals, b: Intervals) -> Intervals:
@@ -181,7 +181,7 @@ def _subtract(a: Intervals, b: Intervals) -> Intervals:
     out_e: list[float] = []
     bs, be = b
     j = 0
-    for s, e in zip(*a):
+    for s, e in zip(*a, strict=True):
         while j < len(bs) and be[j] <= s:
             j += 1
         k, cur = j, s
@@ -302,7 +302,7 @@ def _gap_causes(busy_ends: list[float], openers: list[TraceEvent], launch: dict[
     """The cause of the gap before each busy interval, and 'host' for the gap after the last."""
     causes = []
     prev_end = -math.inf
-    for opener, end in zip(openers, busy_ends):
+    for opener, end in zip(openers, busy_ends, strict=True):
         launched = launch.get(opener.correlation) if opener.correlation is not None else None
         causes.append("unknown" if launched is None else "host" if launched >= prev_end else "between")
         prev_end = end
@@ -358,8 +358,10 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None]) -> TraceBreak
         wall = w1 - w0
         dev_busy = _measure(busy, w0, w1)
         idle = _idle_by_cause(busy, causes, w0, w1)
+        kernel, memcpy, memset, comm_us, runtime, cpu = parts
         return StepBreakdown(name, wall, dev_busy, max(wall - dev_busy, 0.0), idle["host"], idle["between"],
-                             idle["unknown"], *parts, max(wall - sum(parts), 0.0))
+                             idle["unknown"], kernel, memcpy, memset, comm_us, runtime, cpu,
+                             max(wall - sum(parts), 0.0))
 
     comm = kinds[WorkKind.COMMUNICATION]
     kernels, hidden_n, hidden_us, op_kernels = _kernel_tables(device, launchers)
@@ -400,7 +402,7 @@ def _kernel_tables(device: list[TraceEvent], launchers: Sequence[str | None]
     kind: dict[str, WorkKind] = {}
     by_launcher: dict[str, dict[str, float]] = {}
     per_op: dict[str, dict[str, list[float]]] = {}
-    for e, who in zip(device, launchers):
+    for e, who in zip(device, launchers, strict=True):
         d = e.duration_us
         a = acc.get(e.name)
         if a is None:
@@ -518,3 +520,32 @@ def rank_summary(variants: Sequence[tuple[str, TraceBreakdown]]) -> RankSummary 
                  (times[name][1] - mid) / mid if mid > 0 else 0.0)
         for name, b in ordered)
     return RankSummary(lines, mid, straggler)
+
+
+MAX_STEP_ROWS = 50
+"""Steps listed one by one on a page; the spread covers all of them."""
+
+
+@dataclass(frozen=True)
+class BreakdownView:
+    """What a run page shows of one variant's stored breakdown."""
+
+    stored: TraceBreakdown
+    rows: tuple[StepBreakdown, ...]
+    """The step windows listed (at most MAX_STEP_ROWS), or the whole trace when it has no steps."""
+    hidden_step_count: int
+    spread: tuple[PartSpread, ...]
+    busy_fraction: float | None
+    """Device busy / the whole trace's wall time; None without device work."""
+
+    @property
+    def has_device_work(self) -> bool:
+        """True when the trace has kernels, copies or fills."""
+        return self.stored.device_work_count > 0
+
+
+def breakdown_view(b: TraceBreakdown) -> BreakdownView:
+    """The page's view of a stored breakdown: rows to list and the spread over steps."""
+    rows = b.steps[:MAX_STEP_ROWS] if b.steps else (b.whole,)
+    busy = b.whole.device_busy_us / b.whole.wall_us if b.device_work_count and b.whole.wall_us > 0 else None
+    return BreakdownView(b, rows, max(len(b.steps) - MAX_STEP_ROWS, 0), step_spread(b.steps), busy)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
+from reportgen.breakdown import TraceBreakdown, build_breakdown
 from reportgen.bundle import check_label, make_run_id, make_temp_dir, safe_component, write_bundle
 from reportgen.errors import ExitCode, TraceError
 from reportgen.model import (
@@ -241,16 +242,21 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
     try:
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
+        breakdowns: dict[str, TraceBreakdown] = {}
         for item in plan.inputs:
             trace, copy = read_and_stage(item, staging, limit)
             with _gc_paused():  # events and op frames hold no cycles; a collection would only rescan them
                 table = build_op_table(trace)
+                breakdowns[item.variant] = build_breakdown(trace, table.device_launchers)
             # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
-            staged.append((item, dataclasses.replace(trace, events=()), copy, table))
+            staged.append((item, dataclasses.replace(trace, events=()), copy,
+                           dataclasses.replace(table, device_launchers=())))
             del trace
         summaries = {item.variant: neuron_device_summary(item.artifacts) for item in plan.inputs
                      if plan.layout is Layout.NEURON}
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
+        run = dataclasses.replace(run, variants=tuple(dataclasses.replace(v, breakdown=breakdowns.get(v.name))
+                                                      for v in run.variants))
         return write_bundle(store, run, files)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from reportgen.breakdown import TraceBreakdown
+
 SCHEMA_VERSION = 1
 """Version of ``run.json``. Bump on any incompatible change; the loader refuses newer ones."""
 
@@ -101,6 +103,7 @@ class VariantResult:
     flops_per_call: int = 0
     trace_path: str | None = None
     artifacts: tuple[Artifact, ...] = ()
+    breakdown: TraceBreakdown | None = None  # kernels, steps, idle of the variant's trace (import time)
 
 
 @dataclass(frozen=True)

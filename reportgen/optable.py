@@ -80,7 +80,7 @@ def build_op_table(trace: Trace) -> OpTable:
     frames, by_correlation, by_external = _nest_host_ops(trace.events)
     device = [e for e in trace.events if e.lane is Lane.DEVICE and is_device_work(e)]
     launchers = tuple(_attribute(e, by_correlation, by_external) for e in device)
-    unattributed = [e for e, who in zip(device, launchers) if who is None]
+    unattributed = [e for e, who in zip(device, launchers, strict=True) if who is None]
     rows = _aggregate(frames, trace.input_shapes)
     if unattributed:
         total = sum(e.duration_us for e in unattributed)

@@ -9,6 +9,7 @@ differs); counts, names, kinds, minima and maxima are compared exactly.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 import re
@@ -100,7 +101,7 @@ class Reference:
         count = dict.fromkeys((n for n, _ in self.classes), 0)
         out = []
         times = sorted(marks)
-        for a, b in zip(times, times[1:]):
+        for a, b in itertools.pairwise(times):
             for name, delta in marks[a]:
                 count[name] += delta
             active = next((n for n, _ in self.classes if count[n] > 0), None)
@@ -152,7 +153,7 @@ class Reference:
         fig["other_us"] += (hi - lo) - swept  # before the first and after the last boundary
         # Idle: the window minus busy segments; segments outside any event count too.
         idle_points = sorted({lo, hi, *(p for a, b, _, busy in self.segments if busy for p in (a, b) if lo < p < hi)})
-        for a, b in zip(idle_points, idle_points[1:]):
+        for a, b in itertools.pairwise(idle_points):
             mid = (a + b) / 2
             if not any(float(w["ts"]) <= mid < _end(w) for w in self.work):
                 cause = self.gap_cause(mid)
@@ -250,7 +251,7 @@ def test_temporal_breakdown_matches_the_raw_json(path: Path) -> None:
     windows = ref.windows()
     assert [s.name for s in ours.steps] == [n for n, _, _ in windows]
     lo, hi = ref.whole()
-    for got, (lo_, hi_) in [(ours.whole, (lo, hi)), *zip(ours.steps, [(a, b) for _, a, b in windows])]:
+    for got, (lo_, hi_) in [(ours.whole, (lo, hi)), *zip(ours.steps, [(a, b) for _, a, b in windows], strict=True)]:
         want = ref.window(lo_, hi_)
         for field in ("wall_us", "device_busy_us", "device_idle_us", "idle_host_wait_us", "idle_between_kernels_us",
                       "idle_unknown_us", *STEP_PARTS):
@@ -345,3 +346,17 @@ def test_unlinked_device_work_has_an_unknown_idle_cause_and_no_launcher() -> Non
     b = build_breakdown(trace, build_op_table(trace).device_launchers)
     assert (b.whole.wall_us, b.whole.idle_unknown_us, b.whole.device_busy_us) == (15.0, 10.0, 5.0)
     assert b.kernels[0].launcher == "" and b.op_kernels == ()
+
+
+def test_import_stores_the_breakdown_in_run_json(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from reportgen.bundle import load_run
+    from reportgen.importer import ImportRequest, import_run
+
+    folder = import_run(ImportRequest(SHARED_TRACES), tmp_path / "store", now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    run = load_run(folder)
+    stored = {v.name: v.breakdown for v in run.variants}
+    assert stored == {p.name.removesuffix(".trace.json.gz"): _ours(p) for p in REAL_TRACES}
+    raw = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert all(v["breakdown"]["whole"]["wall_us"] > 0 for v in raw["variants"])

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from itertools import accumulate, compress, islice, repeat
+from operator import add, attrgetter, eq, ge, gt, ne, sub
 
 from reportgen.trace import Lane, Trace, TraceEvent, is_device_work, profiler_steps
 
@@ -157,59 +159,94 @@ class TraceBreakdown:
 # Interval arithmetic on sorted, disjoint lists
 
 
-def _union_sorted(pairs: Sequence[tuple[float, float]]) -> Intervals:
-    """Merge intervals given sorted by start (touching ones join)."""
-    starts: list[float] = []
-    ends: list[float] = []
-    for s, e in pairs:
-        if ends and s <= ends[-1]:
-            if e > ends[-1]:
-                ends[-1] = e
-        else:
-            starts.append(s)
-            ends.append(e)
-    return starts, ends
+class _Span:
+    """Sorted, disjoint intervals with prefix sums of their lengths: the length inside a window in O(log n)."""
+
+    __slots__ = ("starts", "ends", "prefix")
+
+    def __init__(self, starts: list[float], ends: list[float]) -> None:
+        self.starts = starts
+        self.ends = ends
+        self.prefix = [0.0, *accumulate(map(sub, ends, starts))]
+
+    def measure(self, lo: float, hi: float) -> float:
+        """Length inside [lo, hi)."""
+        i = bisect_right(self.ends, lo)
+        j = bisect_left(self.starts, hi)
+        if i >= j:
+            return 0.0
+        total = self.prefix[j] - self.prefix[i]
+        if self.starts[i] < lo:
+            total -= lo - self.starts[i]
+        if self.ends[j - 1] > hi:
+            total -= self.ends[j - 1] - hi
+        return total
+
+    @property
+    def total(self) -> float:
+        """Length of all intervals."""
+        return self.prefix[-1]
+
+
+_START = attrgetter("start_us")
+_DURATION = attrgetter("duration_us")
+_NAME = attrgetter("name")
+_CATEGORY = attrgetter("category")
+_CORRELATION = attrgetter("correlation")
+
+
+def _merge(starts: list[float], ends: list[float]) -> tuple[list[float], list[float], list[int]]:
+    """Union of intervals sorted by start: merged starts, ends, and the index opening each merged one.
+
+    Built from C-level passes (a running maximum of the ends, a comparison per interval), not a
+    Python loop per interval: this runs on every host op and kernel of a trace at import time.
+    """
+    n = len(starts)
+    if n == 0:
+        return [], [], []
+    reach = list(accumulate(ends, max))
+    firsts = [0, *compress(range(1, n), map(gt, islice(starts, 1, None), reach))]
+    lasts = [i - 1 for i in islice(firsts, 1, None)]
+    lasts.append(n - 1)
+    return list(map(starts.__getitem__, firsts)), list(map(reach.__getitem__, lasts)), firsts
 
 
 def _union(a: Intervals, b: Intervals) -> Intervals:
-    return _union_sorted(sorted([*zip(*a, strict=True), *zip(*b, strict=True)]))
+    """The union of two interval lists, each sorted by start."""
+    if not b[0]:
+        return a
+    if not a[0]:
+        return b
+    starts = a[0] + b[0]
+    ends = a[1] + b[1]
+    order = sorted(range(len(starts)), key=starts.__getitem__)  # two sorted runs: a linear merge in C
+    merged_s, merged_e, _ = _merge(list(map(starts.__getitem__, order)), list(map(ends.__getitem__, order)))
+    return merged_s, merged_e
 
 
-def _subtract(a: Intervals, b: Intervals) -> Intervals:
-    """``a`` minus ``b``."""
-    out_s: list[float] = []
-    out_e: list[float] = []
-    bs, be = b
-    j = 0
-    for s, e in zip(*a, strict=True):
-        while j < len(bs) and be[j] <= s:
-            j += 1
-        k, cur = j, s
-        while k < len(bs) and bs[k] < e:
-            if bs[k] > cur:
-                out_s.append(cur)
-                out_e.append(bs[k])
-            cur = max(cur, be[k])
-            k += 1
-        if cur < e:
-            out_s.append(cur)
-            out_e.append(e)
-    return out_s, out_e
-
-
-def _intersect(a: Intervals, b: Intervals) -> Intervals:
-    return _subtract(a, _subtract(a, b))
-
-
-def _measure(a: Intervals, lo: float = -math.inf, hi: float = math.inf) -> float:
-    """Length of ``a`` inside [lo, hi)."""
-    starts, ends = a
-    i = bisect_right(ends, lo)
+def _intersection_length(a: Intervals, b: Intervals) -> float:
+    """Length of a ∩ b for disjoint sorted lists (a two-pointer walk)."""
+    a_s, a_e = a
+    b_s, b_e = b
+    i = j = 0
     total = 0.0
-    while i < len(starts) and starts[i] < hi:
-        total += min(ends[i], hi) - max(starts[i], lo)
-        i += 1
+    while i < len(a_s) and j < len(b_s):
+        lo = max(a_s[i], b_s[j])
+        hi = min(a_e[i], b_e[j])
+        if hi > lo:
+            total += hi - lo
+        if a_e[i] < b_e[j]:
+            i += 1
+        else:
+            j += 1
     return total
+
+
+def _intervals_of(events: Sequence[TraceEvent]) -> Intervals:
+    """The union of events given in trace order (sorted by start)."""
+    starts = list(map(_START, events))
+    merged_s, merged_e, _ = _merge(starts, list(map(add, starts, map(_DURATION, events))))
+    return merged_s, merged_e
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,17 +255,22 @@ def _measure(a: Intervals, lo: float = -math.inf, hi: float = math.inf) -> float
 
 def work_kind(e: TraceEvent) -> WorkKind:
     """Memcpy/memset by category, communication by kernel name, else compute."""
-    cat = e.category.lower()
+    return work_kind_of(e.name, e.category)
+
+
+def work_kind_of(name: str, category: str) -> WorkKind:
+    """The kind of device work called ``name`` in ``category``."""
+    cat = category.lower()
     if "memcpy" in cat:
         return WorkKind.MEMCPY
     if "memset" in cat:
         return WorkKind.MEMSET
-    return WorkKind.COMMUNICATION if COMMUNICATION_RE.search(e.name) else WorkKind.COMPUTE
+    return WorkKind.COMMUNICATION if COMMUNICATION_RE.search(name) else WorkKind.COMPUTE
 
 
 @dataclass
 class _Scan:
-    """What one pass over the events collects (private)."""
+    """What the passes over the events collect (private)."""
 
     device: list[TraceEvent]
     cpu: Intervals
@@ -237,142 +279,103 @@ class _Scan:
     span: tuple[float, float]
 
 
-def _scan(events: Sequence[TraceEvent], step_ids: set[int]) -> _Scan:
-    """One pass: device work, the union of host ops and of runtime calls, launch times, the trace span."""
-    device: list[TraceEvent] = []
-    cpu_s: list[float] = []
-    cpu_e: list[float] = []
-    rt_s: list[float] = []
-    rt_e: list[float] = []
-    launch: dict[int, float] = {}
+def _scan(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Scan:
+    """Device work; the union of host ops (steps excluded) and of runtime calls; launch times; the trace span."""
     framework, runtime, dev = Lane.FRAMEWORK, Lane.RUNTIME, Lane.DEVICE
-    hi = -math.inf
-    cpu_end = rt_end = -math.inf
-    for e in events:  # sorted by start, so a running union needs no sort
-        lane = e.lane
-        start = e.start_us
-        end = start + e.duration_us
-        if end > hi:
-            hi = end
-        if lane is framework:
-            if id(e) in step_ids:
-                continue
-            if start <= cpu_end:
-                if end > cpu_end:
-                    cpu_e[-1] = cpu_end = end
-            else:
-                cpu_s.append(start)
-                cpu_e.append(end)
-                cpu_end = end
-        elif lane is runtime:
-            if e.correlation is not None:
-                launch[e.correlation] = start
-            if start <= rt_end:
-                if end > rt_end:
-                    rt_e[-1] = rt_end = end
-            else:
-                rt_s.append(start)
-                rt_e.append(end)
-                rt_end = end
-        elif lane is dev and is_device_work(e):
-            device.append(e)
-    span = (events[0].start_us, hi) if events else (0.0, 0.0)
-    return _Scan(device, (cpu_s, cpu_e), (rt_s, rt_e), launch, span)
+    step_ids = {id(s) for s in steps}
+    host = [e for e in events if e.lane is framework]
+    if step_ids:
+        host = [e for e in host if id(e) not in step_ids]
+    calls = [e for e in events if e.lane is runtime]
+    device = [e for e in events if e.lane is dev and is_device_work(e)]
+    launch = {e.correlation: e.start_us for e in calls if e.correlation is not None}
+    span = (events[0].start_us, max(map(add, map(_START, events), map(_DURATION, events)))) if events else (0.0, 0.0)
+    return _Scan(device, _intervals_of(host), _intervals_of(calls), launch, span)
 
 
 def _windows(steps: list[TraceEvent], scan: _Scan) -> list[tuple[str, float, float]]:
     """(name, start, end) of each step window: disjoint, in time order; device work it launched included."""
-    starts = [s.start_us for s in steps]
-    ext = [s.start_us + s.duration_us for s in steps]
-    for e in scan.device:
-        launched = scan.launch_start_us.get(e.correlation) if e.correlation is not None else None
-        if launched is None:
-            continue
-        i = bisect_right(starts, launched) - 1
-        if i >= 0 and launched < steps[i].start_us + steps[i].duration_us:
-            ext[i] = max(ext[i], e.start_us + e.duration_us)
+    device = scan.device
+    launched = list(map(scan.launch_start_us.get, map(_CORRELATION, device)))  # get(None) is None
+    linked = [(t, e.start_us + e.duration_us) for t, e in zip(launched, device, strict=True) if t is not None]
+    linked.sort()
+    launch_times = [t for t, _ in linked]
+    ends = [end for _, end in linked]
     out = []
     for i, s in enumerate(steps):
-        end = min(ext[i], starts[i + 1]) if i + 1 < len(steps) else ext[i]
+        host_end = s.start_us + s.duration_us
+        lo, hi = bisect_left(launch_times, s.start_us), bisect_left(launch_times, host_end)
+        end = max(host_end, max(ends[lo:hi], default=host_end))
+        if i + 1 < len(steps):
+            end = min(end, steps[i + 1].start_us)
         out.append((s.name, s.start_us, max(end, s.start_us)))
     return out
 
 
-def _gap_causes(busy_ends: list[float], openers: list[TraceEvent], launch: dict[int, float]) -> list[str]:
-    """The cause of the gap before each busy interval, and 'host' for the gap after the last."""
-    causes = []
-    prev_end = -math.inf
-    for opener, end in zip(openers, busy_ends, strict=True):
-        launched = launch.get(opener.correlation) if opener.correlation is not None else None
-        causes.append("unknown" if launched is None else "host" if launched >= prev_end else "between")
-        prev_end = end
-    causes.append("host")
-    return causes
+def _gaps_by_cause(busy: Intervals, openers: list[TraceEvent], launch: dict[int, float],
+                   span: tuple[float, float]) -> dict[str, _Span]:
+    """The gaps in device work inside ``span``, grouped by cause: host wait, between kernels, unknown.
 
-
-def _idle_by_cause(busy: Intervals, causes: list[str], lo: float, hi: float) -> dict[str, float]:
-    """Idle time in [lo, hi) by the cause of each gap (gap k lies before busy interval k)."""
-    out = {"host": 0.0, "between": 0.0, "unknown": 0.0}
-    starts, ends = busy
-    k = bisect_right(ends, lo)
-    cur = lo
-    while cur < hi:
-        gap_end = starts[k] if k < len(starts) else math.inf
-        if gap_end > cur:
-            out[causes[k]] += min(gap_end, hi) - cur
-        if k >= len(starts):
-            break
-        cur = max(cur, ends[k])
-        k += 1
+    The gap before busy interval k runs from the end of interval k-1 (the span's start for the
+    first) to its start; its cause comes from the launch time of the work opening interval k.
+    """
+    busy_s, busy_e = busy
+    gap_s = [span[0], *busy_e]  # every launch is inside the span, so span[0] stands in for -inf
+    gap_e = [*busy_s, span[1]]
+    launched = [math.nan if t is None else t for t in map(launch.get, map(_CORRELATION, openers))]
+    launched.append(math.inf)  # after the last device work: the host issued nothing more
+    host = list(map(ge, launched, gap_s))  # NaN (no launch) compares False
+    unknown = list(map(ne, launched, launched))  # only NaN differs from itself
+    between = [not (h or u) for h, u in zip(host, unknown, strict=True)]
+    out = {}
+    for cause, mask in (("host", host), ("between", between), ("unknown", unknown)):
+        out[cause] = _Span(list(compress(gap_s, mask)), list(compress(gap_e, mask)))
     return out
 
 
 def build_breakdown(trace: Trace, launchers: Sequence[str | None]) -> TraceBreakdown:
     """The kernel and temporal breakdown of ``trace``; ``launchers`` is ``OpTable.device_launchers``."""
     steps = profiler_steps(trace)
-    scan = _scan(trace.events, {id(s) for s in steps})
+    scan = _scan(trace.events, steps)
     device = scan.device
     if len(launchers) != len(device):
         launchers = [None] * len(device)
-    by_kind: dict[WorkKind, list[tuple[float, float]]] = {k: [] for k in WorkKind}
-    openers: list[TraceEvent] = []
-    busy_s: list[float] = []
-    busy_e: list[float] = []
-    for e in device:
-        end = e.start_us + e.duration_us
-        by_kind[work_kind(e)].append((e.start_us, end))
-        if busy_e and e.start_us <= busy_e[-1]:
-            if end > busy_e[-1]:
-                busy_e[-1] = end
-        else:
-            busy_s.append(e.start_us)
-            busy_e.append(end)
-            openers.append(e)
-    busy: Intervals = (busy_s, busy_e)
-    kinds = {k: _union_sorted(v) for k, v in by_kind.items()}
-    exclusive = _exclusive_parts(kinds, scan)
-    causes = _gap_causes(busy_e, openers, scan.launch_start_us)
+    starts = list(map(_START, device))
+    busy_s, busy_e, firsts = _merge(starts, list(map(add, starts, map(_DURATION, device))))
+    kind_of = {key: work_kind_of(*key) for key in set(zip(map(_NAME, device), map(_CATEGORY, device), strict=True))}
+    present = set(kind_of.values())
+    kinds: dict[WorkKind, Intervals] = dict.fromkeys(WorkKind, ([], []))
+    if len(present) == 1:  # the common case: all device work is of one kind
+        kinds[present.pop()] = (busy_s, busy_e)
+    elif present:
+        per_event = list(map(kind_of.__getitem__, zip(map(_NAME, device), map(_CATEGORY, device), strict=True)))
+        for kind in present:
+            kinds[kind] = _intervals_of(list(compress(device, map(eq, per_event, repeat(kind)))))
+    layers = _priority_layers(kinds, scan)
+    busy_span = _Span(busy_s, busy_e)
+    gaps = _gaps_by_cause((busy_s, busy_e), [device[i] for i in firsts], scan.launch_start_us, scan.span)
 
     def window(name: str, w0: float, w1: float) -> StepBreakdown:
-        parts = [_measure(p, w0, w1) for p in exclusive]
+        cumulative = [layer.measure(w0, w1) for layer in layers]
+        parts = [max(b - a, 0.0) for a, b in zip([0.0, *cumulative], cumulative, strict=False)]
         wall = w1 - w0
-        dev_busy = _measure(busy, w0, w1)
-        idle = _idle_by_cause(busy, causes, w0, w1)
+        dev_busy = busy_span.measure(w0, w1)
         kernel, memcpy, memset, comm_us, runtime, cpu = parts
-        return StepBreakdown(name, wall, dev_busy, max(wall - dev_busy, 0.0), idle["host"], idle["between"],
-                             idle["unknown"], kernel, memcpy, memset, comm_us, runtime, cpu,
-                             max(wall - sum(parts), 0.0))
+        return StepBreakdown(name, wall, dev_busy, max(wall - dev_busy, 0.0), gaps["host"].measure(w0, w1),
+                             gaps["between"].measure(w0, w1), gaps["unknown"].measure(w0, w1),
+                             kernel, memcpy, memset, comm_us, runtime, cpu, max(wall - cumulative[-1], 0.0))
 
     comm = kinds[WorkKind.COMMUNICATION]
-    kernels, hidden_n, hidden_us, op_kernels = _kernel_tables(device, launchers)
+    kernels, hidden_n, hidden_us, op_kernels = _kernel_tables(device, launchers,
+                                                              {name: k for (name, _), k in kind_of.items()})
     return TraceBreakdown(
         rank=trace.rank,
         stream_count=len({(e.pid, e.tid) for e in device}),
         device_work_count=len(device),
-        device_sum_us=sum(e.duration_us for e in device),
-        device_busy_us=_measure(busy),
-        communication_busy_us=_measure(comm),
-        overlap_us=_measure(_intersect(comm, kinds[WorkKind.COMPUTE])),
+        device_sum_us=math.fsum(map(_DURATION, device)),
+        device_busy_us=busy_span.total,
+        communication_busy_us=_Span(*comm).total,
+        overlap_us=_intersection_length(comm, kinds[WorkKind.COMPUTE]),
         whole=window(WHOLE_TRACE, *scan.span),
         steps=tuple(window(n, w0, w1) for n, w0, w1 in _windows(steps, scan)),
         kernels=kernels,
@@ -382,55 +385,53 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None]) -> TraceBreak
     )
 
 
-def _exclusive_parts(kinds: dict[WorkKind, Intervals], scan: _Scan) -> list[Intervals]:
-    """Kernel, memcpy, memset, communication, runtime, CPU: each minus everything before it."""
+def _priority_layers(kinds: dict[WorkKind, Intervals], scan: _Scan) -> list[_Span]:
+    """Cumulative unions: kernel; + memcpy; + memset; + communication; + runtime; + CPU.
+
+    A part's time in a window is its layer's length there minus the layer before it: the time
+    it is active while nothing earlier in the priority order is.
+    """
     ordered = [kinds[WorkKind.COMPUTE], kinds[WorkKind.MEMCPY], kinds[WorkKind.MEMSET],
                kinds[WorkKind.COMMUNICATION], scan.runtime, scan.cpu]
-    out: list[Intervals] = []
+    layers: list[_Span] = []
     covered: Intervals = ([], [])
     for part in ordered:
-        out.append(_subtract(part, covered))
         covered = _union(covered, part)
-    return out
+        layers.append(_Span(*covered))
+    return layers
 
 
-def _kernel_tables(device: list[TraceEvent], launchers: Sequence[str | None]
+def _kernel_tables(device: list[TraceEvent], launchers: Sequence[str | None], kind_of: dict[str, WorkKind]
                    ) -> tuple[tuple[KernelStat, ...], int, float, tuple[OpKernels, ...]]:
     """Per kernel name: count and times, kind, main launcher; per launching op: its kernels."""
-    total_all = sum(e.duration_us for e in device)
-    acc: dict[str, list[float]] = {}
-    kind: dict[str, WorkKind] = {}
-    by_launcher: dict[str, dict[str, float]] = {}
-    per_op: dict[str, dict[str, list[float]]] = {}
+    total_all = math.fsum(map(_DURATION, device))
+    durations: dict[str, list[float]] = {}
+    by_pair: dict[tuple[str, str | None], list[float]] = {}
     for e, who in zip(device, launchers, strict=True):
         d = e.duration_us
-        a = acc.get(e.name)
-        if a is None:
-            acc[e.name] = [1, d, d, d]
-            kind[e.name] = work_kind(e)
-        else:
-            a[0] += 1
-            a[1] += d
-            a[2] = min(a[2], d)
-            a[3] = max(a[3], d)
-        launched = by_launcher.setdefault(e.name, {})
-        launched[who or ""] = launched.get(who or "", 0.0) + d
+        durations.setdefault(e.name, []).append(d)
+        by_pair.setdefault((e.name, who), []).append(d)
+    launched: dict[str, dict[str, float]] = {}
+    per_op: dict[str, list[OpKernel]] = {}
+    for (name, who), ds in by_pair.items():
+        total = math.fsum(ds)
+        launched.setdefault(name, {})[who or ""] = total
         if who is not None:
-            k = per_op.setdefault(who, {}).setdefault(e.name, [0, 0.0])
-            k[0] += 1
-            k[1] += d
-    stats = [KernelStat(name, kind[name], int(a[0]), a[1], a[1] / a[0], a[2], a[3],
-                        a[1] / total_all if total_all > 0 else 0.0, _main_launcher(by_launcher[name]))
-             for name, a in acc.items()]
-    stats.sort(key=lambda s: (-s.total_us, s.name))
+            per_op.setdefault(who, []).append(OpKernel(name, len(ds), total))
+    stats = []
+    for name, ds in durations.items():
+        total = math.fsum(ds)
+        stats.append(KernelStat(name, kind_of[name], len(ds), total, total / len(ds), min(ds), max(ds),
+                                total / total_all if total_all > 0 else 0.0, _main_launcher(launched[name])))
+    stats.sort(key=lambda k: (-k.total_us, k.name))
     shown, hidden = stats[:MAX_KERNEL_ROWS], stats[MAX_KERNEL_ROWS:]
     ops = []
-    for op, ks in per_op.items():
-        lines = sorted((OpKernel(n, int(v[0]), v[1]) for n, v in ks.items()), key=lambda k: (-k.total_us, k.name))
-        ops.append(OpKernels(op, sum(k.total_us for k in lines), tuple(lines[:MAX_KERNELS_PER_OP]),
+    for op, lines in per_op.items():
+        lines.sort(key=lambda k: (-k.total_us, k.name))
+        ops.append(OpKernels(op, math.fsum(k.total_us for k in lines), tuple(lines[:MAX_KERNELS_PER_OP]),
                              max(len(lines) - MAX_KERNELS_PER_OP, 0)))
     ops.sort(key=lambda o: (-o.total_us, o.op))
-    return tuple(shown), len(hidden), sum(s.total_us for s in hidden), tuple(ops[:MAX_DRILLDOWN_OPS])
+    return tuple(shown), len(hidden), math.fsum(k.total_us for k in hidden), tuple(ops[:MAX_DRILLDOWN_OPS])
 
 
 def _main_launcher(times: dict[str, float]) -> str:

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from itertools import accumulate, compress, islice, repeat
-from operator import add, attrgetter, eq, ge, gt, ne, sub
+from itertools import compress, repeat
+from operator import attrgetter
+
+import numpy as np
+from numpy.typing import NDArray
 
 from reportgen.trace import Lane, Trace, TraceEvent, is_device_work, profiler_steps
 
@@ -156,97 +158,70 @@ class TraceBreakdown:
 
 
 # ---------------------------------------------------------------------------------------------
-# Interval arithmetic on sorted, disjoint lists
+# Interval arithmetic on numpy arrays (a trace has millions of events: no Python loop per event)
 
-
-class _Span:
-    """Sorted, disjoint intervals with prefix sums of their lengths: the length inside a window in O(log n)."""
-
-    __slots__ = ("starts", "ends", "prefix")
-
-    def __init__(self, starts: list[float], ends: list[float]) -> None:
-        self.starts = starts
-        self.ends = ends
-        self.prefix = [0.0, *accumulate(map(sub, ends, starts))]
-
-    def measure(self, lo: float, hi: float) -> float:
-        """Length inside [lo, hi)."""
-        i = bisect_right(self.ends, lo)
-        j = bisect_left(self.starts, hi)
-        if i >= j:
-            return 0.0
-        total = self.prefix[j] - self.prefix[i]
-        if self.starts[i] < lo:
-            total -= lo - self.starts[i]
-        if self.ends[j - 1] > hi:
-            total -= self.ends[j - 1] - hi
-        return total
-
-    @property
-    def total(self) -> float:
-        """Length of all intervals."""
-        return self.prefix[-1]
-
-
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+_EMPTY: Floats = np.zeros(0)
 _START = attrgetter("start_us")
 _DURATION = attrgetter("duration_us")
 _NAME = attrgetter("name")
 _CATEGORY = attrgetter("category")
 _CORRELATION = attrgetter("correlation")
+_LANE = attrgetter("lane")
 
 
-def _merge(starts: list[float], ends: list[float]) -> tuple[list[float], list[float], list[int]]:
-    """Union of intervals sorted by start: merged starts, ends, and the index opening each merged one.
+@dataclass(frozen=True)
+class _Span:
+    """Sorted, disjoint intervals with prefix sums of their lengths: the length inside windows by binary search."""
 
-    Built from C-level passes (a running maximum of the ends, a comparison per interval), not a
-    Python loop per interval: this runs on every host op and kernel of a trace at import time.
-    """
+    starts: Floats
+    ends: Floats
+
+    @property
+    def total(self) -> float:
+        """Length of all intervals."""
+        return float(np.sum(self.ends - self.starts))
+
+    def measure(self, lo: Floats, hi: Floats) -> Floats:
+        """Length inside each window [lo[k], hi[k])."""
+        prefix = np.concatenate(([0.0], np.cumsum(self.ends - self.starts)))
+        i = np.searchsorted(self.ends, lo, side="right")  # first interval ending after lo
+        j = np.searchsorted(self.starts, hi, side="left")  # intervals [i, j) start before hi
+        inside = i < j
+        total = prefix[j] - prefix[i]
+        if len(self.starts):
+            first = np.minimum(i, len(self.starts) - 1)
+            last = np.maximum(j - 1, 0)
+            total = total - np.maximum(lo - self.starts[first], 0.0) - np.maximum(self.ends[last] - hi, 0.0)
+        return np.where(inside, np.maximum(total, 0.0), 0.0)
+
+
+def _merge(starts: Floats, ends: Floats) -> tuple[Floats, Floats, Indices]:
+    """Union of intervals sorted by start (touching ones join): merged starts, ends, index opening each."""
     n = len(starts)
     if n == 0:
-        return [], [], []
-    reach = list(accumulate(ends, max))
-    firsts = [0, *compress(range(1, n), map(gt, islice(starts, 1, None), reach))]
-    lasts = [i - 1 for i in islice(firsts, 1, None)]
-    lasts.append(n - 1)
-    return list(map(starts.__getitem__, firsts)), list(map(reach.__getitem__, lasts)), firsts
+        return _EMPTY, _EMPTY, np.zeros(0, dtype=np.intp)
+    reach = np.maximum.accumulate(ends)
+    firsts = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
+    lasts = np.append(firsts[1:] - 1, n - 1)
+    return starts[firsts], reach[lasts], firsts
 
 
-def _union(a: Intervals, b: Intervals) -> Intervals:
-    """The union of two interval lists, each sorted by start."""
-    if not b[0]:
+def _union(a: _Span, b: _Span) -> _Span:
+    """The union of two sorted, disjoint interval sets."""
+    if not len(b.starts):
         return a
-    if not a[0]:
+    if not len(a.starts):
         return b
-    starts = a[0] + b[0]
-    ends = a[1] + b[1]
-    order = sorted(range(len(starts)), key=starts.__getitem__)  # two sorted runs: a linear merge in C
-    merged_s, merged_e, _ = _merge(list(map(starts.__getitem__, order)), list(map(ends.__getitem__, order)))
-    return merged_s, merged_e
+    starts = np.concatenate((a.starts, b.starts))
+    order = np.argsort(starts, kind="stable")  # two sorted runs: merged in linear time
+    merged_s, merged_e, _ = _merge(starts[order], np.concatenate((a.ends, b.ends))[order])
+    return _Span(merged_s, merged_e)
 
 
-def _intersection_length(a: Intervals, b: Intervals) -> float:
-    """Length of a ∩ b for disjoint sorted lists (a two-pointer walk)."""
-    a_s, a_e = a
-    b_s, b_e = b
-    i = j = 0
-    total = 0.0
-    while i < len(a_s) and j < len(b_s):
-        lo = max(a_s[i], b_s[j])
-        hi = min(a_e[i], b_e[j])
-        if hi > lo:
-            total += hi - lo
-        if a_e[i] < b_e[j]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-def _intervals_of(events: Sequence[TraceEvent]) -> Intervals:
-    """The union of events given in trace order (sorted by start)."""
-    starts = list(map(_START, events))
-    merged_s, merged_e, _ = _merge(starts, list(map(add, starts, map(_DURATION, events))))
-    return merged_s, merged_e
+def _floats(values: Iterable[float], count: int) -> Floats:
+    return np.fromiter(values, dtype=np.float64, count=count)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,116 +243,167 @@ def work_kind_of(name: str, category: str) -> WorkKind:
     return WorkKind.COMMUNICATION if COMMUNICATION_RE.search(name) else WorkKind.COMPUTE
 
 
-@dataclass
-class _Scan:
-    """What the passes over the events collect (private)."""
+@dataclass(frozen=True)
+class _Lanes:
+    """A trace's events split by what the breakdown needs, with their times as arrays."""
 
     device: list[TraceEvent]
-    cpu: Intervals
-    runtime: Intervals
+    device_starts: Floats
+    device_ends: Floats
+    device_durations: Floats
+    host: _Span
+    runtime: _Span
     launch_start_us: dict[int, float]
     span: tuple[float, float]
 
 
-def _scan(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Scan:
-    """Device work; the union of host ops (steps excluded) and of runtime calls; launch times; the trace span."""
-    framework, runtime, dev = Lane.FRAMEWORK, Lane.RUNTIME, Lane.DEVICE
-    step_ids = {id(s) for s in steps}
-    host = [e for e in events if e.lane is framework]
-    if step_ids:
-        host = [e for e in host if id(e) not in step_ids]
-    calls = [e for e in events if e.lane is runtime]
-    device = [e for e in events if e.lane is dev and is_device_work(e)]
-    launch = {e.correlation: e.start_us for e in calls if e.correlation is not None}
-    span = (events[0].start_us, max(map(add, map(_START, events), map(_DURATION, events)))) if events else (0.0, 0.0)
-    return _Scan(device, _intervals_of(host), _intervals_of(calls), launch, span)
+def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
+    """Device work, the union of host ops (step annotations excluded) and of runtime calls, launch times."""
+    n = len(events)
+    if n == 0:
+        return _Lanes([], _EMPTY, _EMPTY, _EMPTY, _Span(_EMPTY, _EMPTY), _Span(_EMPTY, _EMPTY), {}, (0.0, 0.0))
+    starts = _floats(map(_START, events), n)
+    durations = _floats(map(_DURATION, events), n)
+    ends = starts + durations
+    lane_ids = np.fromiter(map(id, map(_LANE, events)), dtype=np.int64, count=n)
+    host = lane_ids == id(Lane.FRAMEWORK)
+    for s in steps:  # the step annotations span whole steps: they are not host work
+        k = int(np.searchsorted(starts, s.start_us, side="left"))
+        while k < n and events[k] is not s:
+            k += 1
+        if k < n:
+            host[k] = False
+    calls = np.flatnonzero(lane_ids == id(Lane.RUNTIME))
+    launch = dict(zip(map(_CORRELATION, map(events.__getitem__, calls.tolist())), starts[calls].tolist(), strict=True))
+    launch.pop(None, None)  # type: ignore[call-overload]
+    on_device_idx = np.flatnonzero(lane_ids == id(Lane.DEVICE))
+    on_device = list(map(events.__getitem__, on_device_idx.tolist()))
+    is_work = {e.category: is_device_work(e) for e in {e.category: e for e in on_device}.values()}
+    work = np.fromiter(map(is_work.__getitem__, map(_CATEGORY, on_device)), dtype=bool, count=len(on_device))
+    device_idx = on_device_idx[work]
+    return _Lanes(
+        device=list(compress(on_device, work.tolist())),
+        device_starts=starts[device_idx],
+        device_ends=ends[device_idx],
+        device_durations=durations[device_idx],
+        host=_Span(*_merge(starts[host], ends[host])[:2]),
+        runtime=_Span(*_merge(starts[calls], ends[calls])[:2]),
+        launch_start_us=launch,
+        span=(float(starts[0]), float(ends.max())),
+    )
 
 
-def _windows(steps: list[TraceEvent], scan: _Scan) -> list[tuple[str, float, float]]:
-    """(name, start, end) of each step window: disjoint, in time order; device work it launched included."""
-    device = scan.device
-    launched = list(map(scan.launch_start_us.get, map(_CORRELATION, device)))  # get(None) is None
-    linked = [(t, e.start_us + e.duration_us) for t, e in zip(launched, device, strict=True) if t is not None]
-    linked.sort()
-    launch_times = [t for t, _ in linked]
-    ends = [end for _, end in linked]
-    out = []
-    for i, s in enumerate(steps):
-        host_end = s.start_us + s.duration_us
-        lo, hi = bisect_left(launch_times, s.start_us), bisect_left(launch_times, host_end)
-        end = max(host_end, max(ends[lo:hi], default=host_end))
-        if i + 1 < len(steps):
-            end = min(end, steps[i + 1].start_us)
-        out.append((s.name, s.start_us, max(end, s.start_us)))
-    return out
+def _windows(steps: list[TraceEvent], launched: Floats, lanes: _Lanes) -> tuple[Floats, Floats]:
+    """Start and end of each step window: disjoint, in time order; device work it launched included."""
+    starts = _floats(map(_START, steps), len(steps))
+    host_ends = starts + _floats(map(_DURATION, steps), len(steps))
+    linked = ~np.isnan(launched)
+    order = np.argsort(launched[linked], kind="stable")
+    launch_times = launched[linked][order]
+    work_ends = lanes.device_ends[linked][order]
+    lo = np.searchsorted(launch_times, starts, side="left")
+    hi = np.searchsorted(launch_times, host_ends, side="left")
+    ends = host_ends.copy()
+    for k in np.flatnonzero(hi > lo).tolist():
+        ends[k] = max(ends[k], float(work_ends[lo[k]:hi[k]].max()))
+    if len(steps) > 1:
+        ends[:-1] = np.minimum(ends[:-1], starts[1:])
+    return starts, np.maximum(ends, starts)
 
 
-def _gaps_by_cause(busy: Intervals, openers: list[TraceEvent], launch: dict[int, float],
-                   span: tuple[float, float]) -> dict[str, _Span]:
-    """The gaps in device work inside ``span``, grouped by cause: host wait, between kernels, unknown.
+def _gaps_by_cause(busy: _Span, opener_launch: Floats, span: tuple[float, float]) -> dict[str, _Span]:
+    """The gaps in device work inside ``span``, by cause: host wait, between kernels, unknown.
 
     The gap before busy interval k runs from the end of interval k-1 (the span's start for the
     first) to its start; its cause comes from the launch time of the work opening interval k.
     """
-    busy_s, busy_e = busy
-    gap_s = [span[0], *busy_e]  # every launch is inside the span, so span[0] stands in for -inf
-    gap_e = [*busy_s, span[1]]
-    launched = [math.nan if t is None else t for t in map(launch.get, map(_CORRELATION, openers))]
-    launched.append(math.inf)  # after the last device work: the host issued nothing more
-    host = list(map(ge, launched, gap_s))  # NaN (no launch) compares False
-    unknown = list(map(ne, launched, launched))  # only NaN differs from itself
-    between = [not (h or u) for h, u in zip(host, unknown, strict=True)]
-    out = {}
-    for cause, mask in (("host", host), ("between", between), ("unknown", unknown)):
-        out[cause] = _Span(list(compress(gap_s, mask)), list(compress(gap_e, mask)))
-    return out
+    gap_s = np.concatenate(([span[0]], busy.ends))  # every launch is inside the span: span[0] stands in for -inf
+    gap_e = np.concatenate((busy.starts, [span[1]]))
+    launched = np.concatenate((opener_launch, [np.inf]))  # after the last device work: the host issued nothing
+    unknown = np.isnan(launched)
+    host = ~unknown & (launched >= gap_s)
+    between = ~unknown & ~host
+    return {cause: _Span(gap_s[mask], gap_e[mask])
+            for cause, mask in (("host", host), ("between", between), ("unknown", unknown))}
+
+
+@dataclass(frozen=True)
+class _Names:
+    """Device work grouped by kernel name (ids of the reader's shared strings, so no hashing of long names)."""
+
+    names: list[str]
+    """The name of each group."""
+    index: Indices
+    """The group of each device work event."""
+    kinds: list[WorkKind]
+
+
+def _names(device: list[TraceEvent]) -> _Names:
+    n = len(device)
+    if n == 0:
+        return _Names([], np.zeros(0, dtype=np.intp), [])
+    name_ids, first, index = np.unique(np.fromiter(map(id, map(_NAME, device)), dtype=np.int64, count=n),
+                                       return_index=True, return_inverse=True)
+    reps = [device[i] for i in first.tolist()]
+    return _Names([e.name for e in reps], index, [work_kind(e) for e in reps])
+
+
+def _kinds(lanes: _Lanes, names: _Names, busy: _Span) -> dict[WorkKind, _Span]:
+    """The union of each kind of device work (a name's kind is its first event's)."""
+    present = set(names.kinds)
+    spans = dict.fromkeys(WorkKind, _Span(_EMPTY, _EMPTY))
+    if len(present) == 1:  # the common case: all of it is one kind
+        spans[present.pop()] = busy
+        return spans
+    order = list(WorkKind)
+    codes = np.array([order.index(k) for k in names.kinds], dtype=np.int8)[names.index]
+    for k, kind in enumerate(order):
+        mask = codes == k
+        if mask.any():
+            spans[kind] = _Span(*_merge(lanes.device_starts[mask], lanes.device_ends[mask])[:2])
+    return spans
 
 
 def build_breakdown(trace: Trace, launchers: Sequence[str | None]) -> TraceBreakdown:
     """The kernel and temporal breakdown of ``trace``; ``launchers`` is ``OpTable.device_launchers``."""
     steps = profiler_steps(trace)
-    scan = _scan(trace.events, steps)
-    device = scan.device
+    lanes = _lanes(trace.events, steps)
+    device = lanes.device
     if len(launchers) != len(device):
         launchers = [None] * len(device)
-    starts = list(map(_START, device))
-    busy_s, busy_e, firsts = _merge(starts, list(map(add, starts, map(_DURATION, device))))
-    kind_of = {key: work_kind_of(*key) for key in set(zip(map(_NAME, device), map(_CATEGORY, device), strict=True))}
-    present = set(kind_of.values())
-    kinds: dict[WorkKind, Intervals] = dict.fromkeys(WorkKind, ([], []))
-    if len(present) == 1:  # the common case: all device work is of one kind
-        kinds[present.pop()] = (busy_s, busy_e)
-    elif present:
-        per_event = list(map(kind_of.__getitem__, zip(map(_NAME, device), map(_CATEGORY, device), strict=True)))
-        for kind in present:
-            kinds[kind] = _intervals_of(list(compress(device, map(eq, per_event, repeat(kind)))))
-    layers = _priority_layers(kinds, scan)
-    busy_span = _Span(busy_s, busy_e)
-    gaps = _gaps_by_cause((busy_s, busy_e), [device[i] for i in firsts], scan.launch_start_us, scan.span)
-
-    def window(name: str, w0: float, w1: float) -> StepBreakdown:
-        cumulative = [layer.measure(w0, w1) for layer in layers]
-        parts = [max(b - a, 0.0) for a, b in zip([0.0, *cumulative], cumulative, strict=False)]
-        wall = w1 - w0
-        dev_busy = busy_span.measure(w0, w1)
-        kernel, memcpy, memset, comm_us, runtime, cpu = parts
-        return StepBreakdown(name, wall, dev_busy, max(wall - dev_busy, 0.0), gaps["host"].measure(w0, w1),
-                             gaps["between"].measure(w0, w1), gaps["unknown"].measure(w0, w1),
-                             kernel, memcpy, memset, comm_us, runtime, cpu, max(wall - cumulative[-1], 0.0))
-
+    busy_s, busy_e, firsts = _merge(lanes.device_starts, lanes.device_ends)
+    busy = _Span(busy_s, busy_e)
+    names = _names(device)
+    kinds = _kinds(lanes, names, busy)
+    launched = _floats(map(lanes.launch_start_us.get, map(_CORRELATION, device), repeat(math.nan)), len(device))
+    gaps = _gaps_by_cause(busy, launched[firsts], lanes.span)
+    step_s, step_e = _windows(steps, launched, lanes)
+    w0 = np.concatenate(([lanes.span[0]], step_s))
+    w1 = np.concatenate(([lanes.span[1]], step_e))
+    layers = [kinds[WorkKind.COMPUTE]]
+    for part in (kinds[WorkKind.MEMCPY], kinds[WorkKind.MEMSET], kinds[WorkKind.COMMUNICATION], lanes.runtime, lanes.host):
+        layers.append(_union(layers[-1], part))
+    cumulative = np.array([layer.measure(w0, w1) for layer in layers])
+    parts = np.maximum(np.diff(cumulative, axis=0, prepend=0.0), 0.0)
+    wall = w1 - w0
+    columns = [wall, busy.measure(w0, w1), gaps["host"].measure(w0, w1), gaps["between"].measure(w0, w1),
+               gaps["unknown"].measure(w0, w1), *parts, np.maximum(wall - cumulative[-1], 0.0)]
+    rows = np.array(columns).T.tolist()
+    labels = [WHOLE_TRACE, *(s.name for s in steps)]
+    windows = [StepBreakdown(label, r[0], r[1], max(r[0] - r[1], 0.0), *r[2:])
+               for label, r in zip(labels, rows, strict=True)]
     comm = kinds[WorkKind.COMMUNICATION]
-    kernels, hidden_n, hidden_us, op_kernels = _kernel_tables(device, launchers,
-                                                              {name: k for (name, _), k in kind_of.items()})
+    kernels, hidden_n, hidden_us, op_kernels = _kernel_tables(lanes, names, launchers)
     return TraceBreakdown(
         rank=trace.rank,
-        stream_count=len({(e.pid, e.tid) for e in device}),
+        stream_count=len(set(zip(map(attrgetter("pid"), device), map(attrgetter("tid"), device), strict=True))),
         device_work_count=len(device),
-        device_sum_us=math.fsum(map(_DURATION, device)),
-        device_busy_us=busy_span.total,
-        communication_busy_us=_Span(*comm).total,
-        overlap_us=_intersection_length(comm, kinds[WorkKind.COMPUTE]),
-        whole=window(WHOLE_TRACE, *scan.span),
-        steps=tuple(window(n, w0, w1) for n, w0, w1 in _windows(steps, scan)),
+        device_sum_us=float(lanes.device_durations.sum()),
+        device_busy_us=busy.total,
+        communication_busy_us=comm.total,
+        overlap_us=max(comm.total + kinds[WorkKind.COMPUTE].total - _union(comm, kinds[WorkKind.COMPUTE]).total, 0.0),
+        whole=windows[0],
+        steps=tuple(windows[1:]),
         kernels=kernels,
         hidden_kernel_count=hidden_n,
         hidden_kernel_us=hidden_us,
@@ -385,53 +411,46 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None]) -> TraceBreak
     )
 
 
-def _priority_layers(kinds: dict[WorkKind, Intervals], scan: _Scan) -> list[_Span]:
-    """Cumulative unions: kernel; + memcpy; + memset; + communication; + runtime; + CPU.
-
-    A part's time in a window is its layer's length there minus the layer before it: the time
-    it is active while nothing earlier in the priority order is.
-    """
-    ordered = [kinds[WorkKind.COMPUTE], kinds[WorkKind.MEMCPY], kinds[WorkKind.MEMSET],
-               kinds[WorkKind.COMMUNICATION], scan.runtime, scan.cpu]
-    layers: list[_Span] = []
-    covered: Intervals = ([], [])
-    for part in ordered:
-        covered = _union(covered, part)
-        layers.append(_Span(*covered))
-    return layers
-
-
-def _kernel_tables(device: list[TraceEvent], launchers: Sequence[str | None], kind_of: dict[str, WorkKind]
+def _kernel_tables(lanes: _Lanes, names: _Names, launchers: Sequence[str | None]
                    ) -> tuple[tuple[KernelStat, ...], int, float, tuple[OpKernels, ...]]:
     """Per kernel name: count and times, kind, main launcher; per launching op: its kernels."""
-    total_all = math.fsum(map(_DURATION, device))
-    durations: dict[str, list[float]] = {}
-    by_pair: dict[tuple[str, str | None], list[float]] = {}
-    for e, who in zip(device, launchers, strict=True):
-        d = e.duration_us
-        durations.setdefault(e.name, []).append(d)
-        by_pair.setdefault((e.name, who), []).append(d)
-    launched: dict[str, dict[str, float]] = {}
+    n = len(names.index)
+    if n == 0:
+        return (), 0, 0.0, ()
+    durations = lanes.device_durations
+    total_all = float(durations.sum())
+    groups = len(names.names)
+    counts = np.bincount(names.index, minlength=groups)
+    totals = np.bincount(names.index, weights=durations, minlength=groups).tolist()
+    by_name = np.argsort(names.index, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    mins = np.minimum.reduceat(durations[by_name], bounds).tolist()
+    maxs = np.maximum.reduceat(durations[by_name], bounds).tolist()
+    who_ids, who_first, who_index = np.unique(np.fromiter(map(id, launchers), dtype=np.int64, count=n),
+                                              return_index=True, return_inverse=True)
+    pair_keys, pair_index = np.unique(names.index * len(who_ids) + who_index, return_inverse=True)
+    pair_totals = np.bincount(pair_index, weights=durations, minlength=len(pair_keys)).tolist()
+    pair_counts = np.bincount(pair_index, minlength=len(pair_keys)).tolist()
+    launched: dict[int, dict[str, float]] = {}
     per_op: dict[str, list[OpKernel]] = {}
-    for (name, who), ds in by_pair.items():
-        total = math.fsum(ds)
-        launched.setdefault(name, {})[who or ""] = total
+    for key, total, count in zip(pair_keys.tolist(), pair_totals, pair_counts, strict=True):
+        k, w = divmod(key, len(who_ids))
+        who = launchers[int(who_first[w])]
+        launched.setdefault(k, {})[who or ""] = total
         if who is not None:
-            per_op.setdefault(who, []).append(OpKernel(name, len(ds), total))
-    stats = []
-    for name, ds in durations.items():
-        total = math.fsum(ds)
-        stats.append(KernelStat(name, kind_of[name], len(ds), total, total / len(ds), min(ds), max(ds),
-                                total / total_all if total_all > 0 else 0.0, _main_launcher(launched[name])))
-    stats.sort(key=lambda k: (-k.total_us, k.name))
+            per_op.setdefault(who, []).append(OpKernel(names.names[k], count, total))
+    stats = [KernelStat(name, names.kinds[k], int(counts[k]), totals[k], totals[k] / int(counts[k]), mins[k], maxs[k],
+                        totals[k] / total_all if total_all > 0 else 0.0, _main_launcher(launched[k]))
+             for k, name in enumerate(names.names)]
+    stats.sort(key=lambda s: (-s.total_us, s.name))
     shown, hidden = stats[:MAX_KERNEL_ROWS], stats[MAX_KERNEL_ROWS:]
     ops = []
     for op, lines in per_op.items():
-        lines.sort(key=lambda k: (-k.total_us, k.name))
-        ops.append(OpKernels(op, math.fsum(k.total_us for k in lines), tuple(lines[:MAX_KERNELS_PER_OP]),
+        lines.sort(key=lambda line: (-line.total_us, line.name))
+        ops.append(OpKernels(op, math.fsum(line.total_us for line in lines), tuple(lines[:MAX_KERNELS_PER_OP]),
                              max(len(lines) - MAX_KERNELS_PER_OP, 0)))
     ops.sort(key=lambda o: (-o.total_us, o.op))
-    return tuple(shown), len(hidden), math.fsum(k.total_us for k in hidden), tuple(ops[:MAX_DRILLDOWN_OPS])
+    return tuple(shown), len(hidden), math.fsum(s.total_us for s in hidden), tuple(ops[:MAX_DRILLDOWN_OPS])
 
 
 def _main_launcher(times: dict[str, float]) -> str:

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from itertools import compress, repeat
+from itertools import compress
 from operator import attrgetter
 
 import numpy as np
@@ -253,15 +253,37 @@ class _Lanes:
     device_durations: Floats
     host: _Span
     runtime: _Span
-    launch_start_us: dict[int, float]
+    launch_corr: NDArray[np.int64]
+    """Correlation ids of the runtime calls, sorted (stable: the last of equal ids is the last call)."""
+    launch_start_us: Floats
+    """The start of the runtime call of each ``launch_corr``."""
     span: tuple[float, float]
+
+    def launch_times(self, events: list[TraceEvent]) -> Floats:
+        """When the runtime call that launched each event started (NaN: no such call in the trace)."""
+        if not len(self.launch_corr):
+            return np.full(len(events), np.nan)
+        corr = _ids(map(_CORRELATION, events), len(events))
+        k = np.maximum(np.searchsorted(self.launch_corr, corr, side="right") - 1, 0)
+        found = (corr >= 0) & (self.launch_corr[k] == corr)
+        return np.where(found, self.launch_start_us[k], np.nan)
+
+
+def _ids(values: Iterable[int | None], count: int) -> NDArray[np.int64]:
+    """Correlation ids as int64; -1 for a missing one (and for one that is negative or past int64, never linked)."""
+    items = list(values)
+    try:
+        return np.fromiter(items, dtype=np.int64, count=count)
+    except (TypeError, OverflowError):
+        return np.fromiter((v if v is not None and 0 <= v < 2**63 else -1 for v in items), dtype=np.int64, count=count)
 
 
 def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
     """Device work, the union of host ops (step annotations excluded) and of runtime calls, launch times."""
     n = len(events)
     if n == 0:
-        return _Lanes([], _EMPTY, _EMPTY, _EMPTY, _Span(_EMPTY, _EMPTY), _Span(_EMPTY, _EMPTY), {}, (0.0, 0.0))
+        return _Lanes([], _EMPTY, _EMPTY, _EMPTY, _Span(_EMPTY, _EMPTY), _Span(_EMPTY, _EMPTY),
+                      np.zeros(0, dtype=np.int64), _EMPTY, (0.0, 0.0))
     starts = _floats(map(_START, events), n)
     durations = _floats(map(_DURATION, events), n)
     ends = starts + durations
@@ -274,8 +296,9 @@ def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
         if k < n:
             host[k] = False
     calls = np.flatnonzero(lane_ids == id(Lane.RUNTIME))
-    launch = dict(zip(map(_CORRELATION, map(events.__getitem__, calls.tolist())), starts[calls].tolist(), strict=True))
-    launch.pop(None, None)  # type: ignore[call-overload]
+    call_corr = _ids(map(_CORRELATION, map(events.__getitem__, calls.tolist())), len(calls))
+    linked = call_corr >= 0
+    by_corr = np.argsort(call_corr[linked], kind="stable")
     on_device_idx = np.flatnonzero(lane_ids == id(Lane.DEVICE))
     on_device = list(map(events.__getitem__, on_device_idx.tolist()))
     is_work = {e.category: is_device_work(e) for e in {e.category: e for e in on_device}.values()}
@@ -288,7 +311,8 @@ def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
         device_durations=durations[device_idx],
         host=_Span(*_merge(starts[host], ends[host])[:2]),
         runtime=_Span(*_merge(starts[calls], ends[calls])[:2]),
-        launch_start_us=launch,
+        launch_corr=call_corr[linked][by_corr],
+        launch_start_us=starts[calls][linked][by_corr],
         span=(float(starts[0]), float(ends.max())),
     )
 
@@ -375,7 +399,7 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None]) -> TraceBreak
     busy = _Span(busy_s, busy_e)
     names = _names(device)
     kinds = _kinds(lanes, names, busy)
-    launched = _floats(map(lanes.launch_start_us.get, map(_CORRELATION, device), repeat(math.nan)), len(device))
+    launched = lanes.launch_times(device)
     gaps = _gaps_by_cause(busy, launched[firsts], lanes.span)
     step_s, step_e = _windows(steps, launched, lanes)
     w0 = np.concatenate(([lanes.span[0]], step_s))

@@ -388,9 +388,14 @@ def _kinds(lanes: _Lanes, names: _Names, busy: _Span) -> dict[WorkKind, _Span]:
     return spans
 
 
-def build_breakdown(trace: Trace, launchers: Sequence[str | None]) -> TraceBreakdown:
-    """The kernel and temporal breakdown of ``trace``; ``launchers`` is ``OpTable.device_launchers``."""
-    steps = profiler_steps(trace)
+def build_breakdown(trace: Trace, launchers: Sequence[str | None],
+                    steps: Sequence[TraceEvent] | None = None) -> TraceBreakdown:
+    """The kernel and temporal breakdown of ``trace``.
+
+    ``launchers`` and ``steps`` are ``OpTable.device_launchers`` and ``OpTable.steps`` of the same
+    trace (``steps`` is found again when not given).
+    """
+    steps = list(profiler_steps(trace) if steps is None else steps)
     lanes = _lanes(trace.events, steps)
     device = lanes.device
     if len(launchers) != len(device):

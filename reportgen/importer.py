@@ -247,10 +247,10 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
             trace, copy = read_and_stage(item, staging, limit)
             with _gc_paused():  # events and op frames hold no cycles; a collection would only rescan them
                 table = build_op_table(trace)
-                breakdowns[item.variant] = build_breakdown(trace, table.device_launchers)
+                breakdowns[item.variant] = build_breakdown(trace, table.device_launchers, table.steps)
             # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
             staged.append((item, dataclasses.replace(trace, events=()), copy,
-                           dataclasses.replace(table, device_launchers=())))
+                           dataclasses.replace(table, device_launchers=(), steps=())))
             del trace
         summaries = {item.variant: neuron_device_summary(item.artifacts) for item in plan.inputs
                      if plan.layout is Layout.NEURON}

@@ -54,6 +54,8 @@ class OpTable:
     step_durations_us: tuple[float, ...]
     device_launchers: tuple[str | None, ...] = ()
     """The launching op's name of each device work event of the trace, in trace order (None: not linked)."""
+    steps: tuple[TraceEvent, ...] = ()
+    """The trace's ProfilerStep events (``profiler_steps``), for the breakdowns."""
 
 
 @dataclass(slots=True)
@@ -82,6 +84,7 @@ def build_op_table(trace: Trace) -> OpTable:
     launchers = tuple(_attribute(e, by_correlation, by_external) for e in device)
     unattributed = [e for e, who in zip(device, launchers, strict=True) if who is None]
     rows = _aggregate(frames, trace.input_shapes)
+    steps = profiler_steps(trace)
     if unattributed:
         total = sum(e.duration_us for e in unattributed)
         rows.append(OpRow(UNATTRIBUTED_ROW, len(unattributed), 0.0, 0.0, total, total))
@@ -95,8 +98,9 @@ def build_op_table(trace: Trace) -> OpTable:
         op_dispatch_count=sum(1 for f in frames if f.name.startswith(ATEN_PREFIX) and not f.inside_aten),
         aten_op_count=sum(1 for f in frames if f.name.startswith(ATEN_PREFIX)),
         host_op_count=len(frames),
-        step_durations_us=tuple(e.duration_us for e in profiler_steps(trace)),
+        step_durations_us=tuple(e.duration_us for e in steps),
         device_launchers=launchers,
+        steps=tuple(steps),
     )
 
 

@@ -203,7 +203,8 @@ def _close(a: float, b: float) -> bool:
 
 def _ours(path: Path) -> TraceBreakdown:
     trace = read_trace(path)
-    return build_breakdown(trace, build_op_table(trace).device_launchers)
+    table = build_op_table(trace)
+    return build_breakdown(trace, table.device_launchers, table.steps)
 
 
 def test_every_shared_trace_is_covered() -> None:

@@ -372,7 +372,7 @@ def _names(device: list[TraceEvent]) -> _Names:
     return _Names([e.name for e in reps], index, [work_kind(e) for e in reps])
 
 
-def _kinds(lanes: _Lanes, names: _Names, busy: _Span) -> dict[WorkKind, _Span]:
+def _kinds(lanes: _Lanes, names: _Names, busy: _Span, timed: Indices) -> dict[WorkKind, _Span]:
     """The union of each kind of device work (a name's kind is its first event's)."""
     present = set(names.kinds)
     spans = dict.fromkeys(WorkKind, _Span(_EMPTY, _EMPTY))
@@ -380,11 +380,11 @@ def _kinds(lanes: _Lanes, names: _Names, busy: _Span) -> dict[WorkKind, _Span]:
         spans[present.pop()] = busy
         return spans
     order = list(WorkKind)
-    codes = np.array([order.index(k) for k in names.kinds], dtype=np.int8)[names.index]
+    codes = np.array([order.index(k) for k in names.kinds], dtype=np.int8)[names.index[timed]]
     for k, kind in enumerate(order):
         mask = codes == k
         if mask.any():
-            spans[kind] = _Span(*_merge(lanes.device_starts[mask], lanes.device_ends[mask])[:2])
+            spans[kind] = _Span(*_merge(lanes.device_starts[timed][mask], lanes.device_ends[timed][mask])[:2])
     return spans
 
 
@@ -400,12 +400,13 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None],
     device = lanes.device
     if len(launchers) != len(device):
         launchers = [None] * len(device)
-    busy_s, busy_e, firsts = _merge(lanes.device_starts, lanes.device_ends)
+    timed = np.flatnonzero(lanes.device_durations > 0)  # zero-length work neither fills nor ends a gap
+    busy_s, busy_e, firsts = _merge(lanes.device_starts[timed], lanes.device_ends[timed])
     busy = _Span(busy_s, busy_e)
     names = _names(device)
-    kinds = _kinds(lanes, names, busy)
+    kinds = _kinds(lanes, names, busy, timed)
     launched = lanes.launch_times(device)
-    gaps = _gaps_by_cause(busy, launched[firsts], lanes.span)
+    gaps = _gaps_by_cause(busy, launched[timed[firsts]], lanes.span)
     step_s, step_e = _windows(steps, launched, lanes)
     w0 = np.concatenate(([lanes.span[0]], step_s))
     w1 = np.concatenate(([lanes.span[1]], step_e))

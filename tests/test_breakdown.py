@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 from conftest import SHARED_TRACES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reportgen.breakdown import (
     STEP_PARTS,
@@ -76,7 +78,8 @@ class Reference:
         self.events = events
         self.work = [e for e in events if e.get("cat") in WORK_CATS]
         self.host = [e for e in events if e.get("cat") in HOST_CATS]
-        self.runtime = [e for e in events if _is_runtime(e)]
+        # in time order (start, longest first, then file order): a repeated correlation id means its last call
+        self.runtime = sorted((e for e in events if _is_runtime(e)), key=lambda e: (float(e["ts"]), -float(e["dur"])))
         self.steps = sorted((e for e in self.host if _is_step(e)), key=lambda e: e["ts"])
         self.launch = {e["args"]["correlation"]: float(e["ts"]) for e in self.runtime
                        if isinstance((e.get("args") or {}).get("correlation"), int)}
@@ -127,12 +130,14 @@ class Reference:
         return min(float(e["ts"]) for e in self.events), max(_end(e) for e in self.events)
 
     def gap_cause(self, t: float) -> str:
-        """Why the device is idle at instant ``t``: from the device work that ends this gap."""
-        after = [w for w in self.work if float(w["ts"]) >= t]
+        """Why the device is idle at instant ``t``: from the device work that ends this gap (zero-length work
+        neither fills nor ends a gap)."""
+        timed = [w for w in self.work if float(w["dur"]) > 0]
+        after = [w for w in timed if float(w["ts"]) >= t]
         if not after:
             return "host"
         first = min(after, key=lambda w: (float(w["ts"]), -float(w["dur"])))  # min() keeps file order on ties
-        gap_start = max((_end(w) for w in self.work if _end(w) <= t), default=-math.inf)
+        gap_start = max((_end(w) for w in timed if _end(w) <= t), default=-math.inf)
         launched = self.launch.get((first.get("args") or {}).get("correlation"))
         if launched is None:
             return "unknown"
@@ -166,7 +171,7 @@ class Reference:
         """The op that launched ``w``: innermost host op open at its launch, else its External id's op."""
         args = w.get("args") or {}
         corr, ext = args.get("correlation"), args.get("External id")
-        rt = next((r for r in self.runtime if (r.get("args") or {}).get("correlation") == corr), None)
+        rt = next((r for r in reversed(self.runtime) if (r.get("args") or {}).get("correlation") == corr), None)
         if rt is not None:
             t = float(rt["ts"])
             around = [h for h in self.host if (h["pid"], h["tid"]) == (rt["pid"], rt["tid"])
@@ -361,3 +366,41 @@ def test_import_stores_the_breakdown_in_run_json(tmp_path: Path) -> None:
     assert stored == {p.name.removesuffix(".trace.json.gz"): _ours(p) for p in REAL_TRACES}
     raw = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert all(v["breakdown"]["whole"]["wall_us"] > 0 for v in raw["variants"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Random inline traces: the whole breakdown against the reference above
+
+
+_event = st.tuples(st.sampled_from(["cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset"]),
+                   st.integers(0, 60), st.integers(0, 25), st.integers(1, 4), st.integers(1, 2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_event, min_size=1, max_size=25), st.lists(st.integers(0, 70), max_size=3, unique=True))
+def test_random_traces_match_the_reference(events: list[tuple[str, int, int, int, int]], step_starts: list[int]) -> None:
+    raw: list[Ev] = []
+    for i, (cat, ts, dur, corr, stream) in enumerate(events):
+        device = cat in WORK_CATS
+        name = "ncclKernel_x" if cat == "kernel" and i % 4 == 0 else f"{cat}_{i % 3}"
+        raw.append(_ev(name, ts, dur, cat=cat, pid=0 if device else 1, tid=stream if device else 1,
+                       correlation=corr))
+    for k, s in enumerate(sorted(step_starts)):
+        raw.append(_ev(f"ProfilerStep#{k}", s, 10, cat="user_annotation"))
+    trace = read_trace_bytes(json.dumps({"traceEvents": raw}).encode(), "t")
+    table = build_op_table(trace)
+    ours = build_breakdown(trace, table.device_launchers, table.steps)
+    ref = Reference([dict(e) for e in raw])
+    assert _close(ours.device_busy_us, _union_length(ref.work))
+    windows = ref.windows()
+    lo, hi = ref.whole()
+    assert [s.name for s in ours.steps] == [n for n, _, _ in windows]
+    for got, (w0, w1) in [(ours.whole, (lo, hi)), *zip(ours.steps, [(a, b) for _, a, b in windows], strict=True)]:
+        want = ref.window(w0, w1)
+        for field in ("wall_us", "device_busy_us", "idle_host_wait_us", "idle_between_kernels_us", "idle_unknown_us",
+                      *STEP_PARTS):
+            assert _close(got.part(field), want[field]), (got.name, field)
+    comm = [w for w in ref.work if _kind(w) == "communication"]
+    compute = [w for w in ref.work if _kind(w) == "compute"]
+    assert _close(ours.communication_busy_us, _union_length(comm))
+    assert _close(ours.overlap_us, _union_length(comm) + _union_length(compute) - _union_length(comm + compute))

@@ -404,3 +404,19 @@ def test_random_traces_match_the_reference(events: list[tuple[str, int, int, int
     compute = [w for w in ref.work if _kind(w) == "compute"]
     assert _close(ours.communication_busy_us, _union_length(comm))
     assert _close(ours.overlap_us, _union_length(comm) + _union_length(compute) - _union_length(comm + compute))
+
+
+def test_odd_correlation_ids_do_not_break_the_breakdown() -> None:
+    data = {"traceEvents": [
+        _ev("cudaLaunchKernel", 0, 2, cat="cuda_runtime", correlation=2**70),
+        _ev("cudaLaunchKernel", 3, 2, cat="cuda_runtime", correlation=-4),
+        _ev("cudaLaunchKernel", 6, 2, cat="cuda_runtime"),
+        _ev("a", 10, 5, cat="kernel", pid=0, tid=7, correlation=2**70),
+        _ev("b", 20, 5, cat="kernel", pid=0, tid=7, correlation=-4),
+        _ev("c", 30, 5, cat="kernel", pid=0, tid=7),
+    ]}
+    trace = read_trace_bytes(json.dumps(data).encode(), "t")
+    b = build_breakdown(trace, build_op_table(trace).device_launchers)
+    # ids outside 0..2**63 are never linked: every gap before a kernel has an unknown cause
+    assert (b.whole.wall_us, b.whole.device_busy_us, b.whole.idle_unknown_us, b.whole.idle_host_wait_us) == (
+        35.0, 15.0, 20.0, 0.0)

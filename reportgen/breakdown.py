@@ -46,6 +46,8 @@ MAX_KERNEL_ROWS = 100
 MAX_DRILLDOWN_OPS = 50
 """Ops stored with the kernels they launched (by device time)."""
 MAX_KERNELS_PER_OP = 10
+MAX_STORED_STEPS = 50
+"""Step windows stored one by one; the spread is over all of them."""
 WHOLE_TRACE = "whole trace"
 
 Intervals = tuple[list[float], list[float]]
@@ -131,6 +133,23 @@ class StepBreakdown:
 
 
 @dataclass(frozen=True)
+class PartSpread:
+    """One step-time part over the steps: median, min, max, and its share of the summed wall time."""
+
+    part: str
+    """A StepBreakdown field: one of STEP_PARTS, "device_idle_us" or "wall_us"."""
+    median_us: float
+    min_us: float
+    max_us: float
+    share: float
+
+    @property
+    def title(self) -> str:
+        """The part's name on a page."""
+        return PART_TITLES.get(self.part, self.part)
+
+
+@dataclass(frozen=True)
 class TraceBreakdown:
     """Everything the breakdown views show of one trace; stored in run.json."""
 
@@ -146,6 +165,10 @@ class TraceBreakdown:
     """Time communication and compute kernels ran at once (union of each, intersected)."""
     whole: StepBreakdown
     steps: tuple[StepBreakdown, ...]
+    """The first MAX_STORED_STEPS step windows (a run.json stays small and quick to load)."""
+    step_count: int
+    spread: tuple[PartSpread, ...]
+    """Median, min and max of each step-time part over all ``step_count`` steps."""
     kernels: tuple[KernelStat, ...]
     hidden_kernel_count: int
     hidden_kernel_us: float
@@ -169,6 +192,7 @@ _NAME = attrgetter("name")
 _CATEGORY = attrgetter("category")
 _CORRELATION = attrgetter("correlation")
 _LANE = attrgetter("lane")
+_STREAM = attrgetter("pid", "tid")
 
 
 @dataclass(frozen=True)
@@ -426,14 +450,16 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None],
     kernels, hidden_n, hidden_us, op_kernels = _kernel_tables(lanes, names, launchers)
     return TraceBreakdown(
         rank=trace.rank,
-        stream_count=len(set(zip(map(attrgetter("pid"), device), map(attrgetter("tid"), device), strict=True))),
+        stream_count=len(set(map(_STREAM, device))),
         device_work_count=len(device),
         device_sum_us=float(lanes.device_durations.sum()),
         device_busy_us=busy.total,
         communication_busy_us=comm.total,
         overlap_us=max(comm.total + kinds[WorkKind.COMPUTE].total - _union(comm, kinds[WorkKind.COMPUTE]).total, 0.0),
         whole=windows[0],
-        steps=tuple(windows[1:]),
+        steps=tuple(windows[1:1 + MAX_STORED_STEPS]),
+        step_count=len(windows) - 1,
+        spread=step_spread(windows[1:]),
         kernels=kernels,
         hidden_kernel_count=hidden_n,
         hidden_kernel_us=hidden_us,
@@ -492,18 +518,6 @@ def _main_launcher(times: dict[str, float]) -> str:
 # At build time: spread over steps, and a folder of ranks
 
 
-@dataclass(frozen=True)
-class PartSpread:
-    """One step-time part over the steps: median, min, max, and its share of the summed wall time."""
-
-    part: str
-    title: str
-    median_us: float
-    min_us: float
-    max_us: float
-    share: float
-
-
 def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     n = len(ordered)
@@ -518,7 +532,7 @@ def step_spread(steps: Sequence[StepBreakdown]) -> tuple[PartSpread, ...]:
     out = []
     for part in (*STEP_PARTS, "device_idle_us", "wall_us"):
         values = [s.part(part) for s in steps]
-        out.append(PartSpread(part, PART_TITLES[part], _median(values), min(values), max(values),
+        out.append(PartSpread(part, _median(values), min(values), max(values),
                               sum(values) / wall if wall > 0 else 0.0))
     return tuple(out)
 
@@ -550,9 +564,8 @@ class RankSummary:
 
 
 def _step_time(b: TraceBreakdown) -> tuple[int, float]:
-    if b.steps:
-        return len(b.steps), _median([s.wall_us for s in b.steps])
-    return 0, b.whole.wall_us
+    wall = next((p for p in b.spread if p.part == "wall_us"), None)
+    return (b.step_count, wall.median_us) if wall is not None else (0, b.whole.wall_us)
 
 
 def rank_summary(variants: Sequence[tuple[str, TraceBreakdown]]) -> RankSummary | None:
@@ -572,8 +585,6 @@ def rank_summary(variants: Sequence[tuple[str, TraceBreakdown]]) -> RankSummary 
     return RankSummary(lines, mid, straggler)
 
 
-MAX_STEP_ROWS = 50
-"""Steps listed one by one on a page; the spread covers all of them."""
 
 
 @dataclass(frozen=True)
@@ -582,7 +593,7 @@ class BreakdownView:
 
     stored: TraceBreakdown
     rows: tuple[StepBreakdown, ...]
-    """The step windows listed (at most MAX_STEP_ROWS), or the whole trace when it has no steps."""
+    """The step windows listed (the stored ones), or the whole trace when it has no steps."""
     hidden_step_count: int
     spread: tuple[PartSpread, ...]
     busy_fraction: float | None
@@ -596,6 +607,6 @@ class BreakdownView:
 
 def breakdown_view(b: TraceBreakdown) -> BreakdownView:
     """The page's view of a stored breakdown: rows to list and the spread over steps."""
-    rows = b.steps[:MAX_STEP_ROWS] if b.steps else (b.whole,)
+    rows = b.steps if b.steps else (b.whole,)
     busy = b.whole.device_busy_us / b.whole.wall_us if b.device_work_count and b.whole.wall_us > 0 else None
-    return BreakdownView(b, rows, max(len(b.steps) - MAX_STEP_ROWS, 0), step_spread(b.steps), busy)
+    return BreakdownView(b, rows, b.step_count - len(b.steps), b.spread, busy)

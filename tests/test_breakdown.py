@@ -24,9 +24,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reportgen.breakdown import (
+    MAX_STORED_STEPS,
     STEP_PARTS,
     TraceBreakdown,
     WorkKind,
+    breakdown_view,
     build_breakdown,
     rank_summary,
     step_spread,
@@ -324,7 +326,8 @@ def test_two_streams_union_priority_idle_and_overlap() -> None:
         "ncclDevKernel_AllReduce_Sum_f32": (WorkKind.COMMUNICATION, "c10d::allreduce_"),
         "Memcpy DtoH": (WorkKind.MEMCPY, "ProfilerStep#1"),
     }
-    spread = {p.part: p for p in step_spread(b.steps)}
+    spread = {p.part: p for p in b.spread}
+    assert b.spread == step_spread(b.steps)
     assert (spread["wall_us"].median_us, spread["wall_us"].min_us, spread["wall_us"].max_us) == (75.0, 50.0, 100.0)
     assert spread["kernel_us"].share == 40.0 / 150.0
 
@@ -420,3 +423,17 @@ def test_odd_correlation_ids_do_not_break_the_breakdown() -> None:
     # ids outside 0..2**63 are never linked: every gap before a kernel has an unknown cause
     assert (b.whole.wall_us, b.whole.device_busy_us, b.whole.idle_unknown_us, b.whole.idle_host_wait_us) == (
         35.0, 15.0, 20.0, 0.0)
+
+
+def test_only_the_first_steps_are_stored_but_the_spread_covers_all() -> None:
+    raw = [_ev(f"ProfilerStep#{k}", 100 * k, 10 + k, cat="user_annotation") for k in range(MAX_STORED_STEPS + 10)]
+    trace = read_trace_bytes(json.dumps({"traceEvents": raw}).encode(), "t")
+    table = build_op_table(trace)
+    b = build_breakdown(trace, table.device_launchers, table.steps)
+    walls = [10.0 + k for k in range(MAX_STORED_STEPS + 10)]
+    assert (len(b.steps), b.step_count) == (MAX_STORED_STEPS, MAX_STORED_STEPS + 10)
+    assert [s.wall_us for s in b.steps] == walls[:MAX_STORED_STEPS]
+    wall = {p.part: p for p in b.spread}["wall_us"]
+    assert (wall.min_us, wall.max_us, wall.median_us) == (10.0, walls[-1], statistics.median(walls))
+    view = breakdown_view(b)
+    assert (len(view.rows), view.hidden_step_count) == (MAX_STORED_STEPS, 10)

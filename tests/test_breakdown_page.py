@@ -11,9 +11,10 @@ from pathlib import Path
 from conftest import SHARED_TRACES
 
 from reportgen import site
+from reportgen.analysis import run_view
 from reportgen.bundle import load_run
 from reportgen.importer import ImportRequest, import_run
-from reportgen.render import fmt_us
+from reportgen.render import fmt_pct, fmt_us
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -39,6 +40,12 @@ def test_a_folder_of_shared_traces_shows_ranks_steps_and_kernels(tmp_path: Path)
                     key=lambda t: (t[1].steps and sorted(s.wall_us for s in t[1].steps)[len(t[1].steps) // 2]
                                    or t[1].whole.wall_us))[0]
     assert ranks.count("straggler</span>") == 1 and f"straggler</span> {straggler}</td>" in ranks
+    rs = run_view(run).ranks
+    assert rs is not None and rs.straggler == straggler
+    for line in rs.lines:  # signed: how much slower or faster than the median rank
+        assert f"<td>{'+' if line.over_median > 0 else ''}{fmt_pct(line.over_median)}</td>" in ranks
+        sign = "+" if line.over_median > 0 else ""
+        assert f"| {sign}{fmt_pct(line.over_median)} |" in md
     # Busy and summed device time both shown, with what each is
     assert f"busy {fmt_us(b.device_busy_us)} µs</strong> (union over streams)" in page
     assert f"summed over streams {fmt_us(b.device_sum_us)} µs" in page

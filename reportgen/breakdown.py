@@ -26,6 +26,7 @@ docs/importing.md ("Breakdowns") gives the definitions to users; in short:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -413,13 +414,30 @@ def _kinds(lanes: _Lanes, names: _Names, busy: _Span, timed: Indices) -> dict[Wo
 
 
 def build_breakdown(trace: Trace, launchers: Sequence[str | None],
-                    steps: Sequence[TraceEvent] | None = None) -> TraceBreakdown:
-    """The kernel and temporal breakdown of ``trace``.
+                    steps: Sequence[TraceEvent] | None = None) -> TraceBreakdown | None:
+    """The kernel and temporal breakdown of ``trace``; None when its times overflow a float.
 
     ``launchers`` and ``steps`` are ``OpTable.device_launchers`` and ``OpTable.steps`` of the same
-    trace (``steps`` is found again when not given).
+    trace (``steps`` is found again when not given). A trace whose ``ts + dur`` (or a span) is not
+    a finite float has no meaningful breakdown: it is left out rather than stored as infinity.
     """
-    steps = list(profiler_steps(trace) if steps is None else steps)
+    with np.errstate(all="ignore"):  # an overflow is detected below, not printed
+        breakdown = _build(trace, launchers, list(profiler_steps(trace) if steps is None else steps))
+    return breakdown if _all_finite(breakdown) else None
+
+
+def _all_finite(obj: object) -> bool:
+    """True when every float in a tree of dataclasses and tuples is finite."""
+    if isinstance(obj, float):
+        return math.isfinite(obj)
+    if isinstance(obj, tuple):
+        return all(_all_finite(x) for x in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return all(_all_finite(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+    return True
+
+
+def _build(trace: Trace, launchers: Sequence[str | None], steps: list[TraceEvent]) -> TraceBreakdown:
     lanes = _lanes(trace.events, steps)
     device = lanes.device
     if len(launchers) != len(device):
@@ -503,10 +521,10 @@ def _kernel_tables(lanes: _Lanes, names: _Names, launchers: Sequence[str | None]
     ops = []
     for op, lines in per_op.items():
         lines.sort(key=lambda line: (-line.total_us, line.name))
-        ops.append(OpKernels(op, math.fsum(line.total_us for line in lines), tuple(lines[:MAX_KERNELS_PER_OP]),
+        ops.append(OpKernels(op, sum(line.total_us for line in lines), tuple(lines[:MAX_KERNELS_PER_OP]),
                              max(len(lines) - MAX_KERNELS_PER_OP, 0)))
     ops.sort(key=lambda o: (-o.total_us, o.op))
-    return tuple(shown), len(hidden), math.fsum(s.total_us for s in hidden), tuple(ops[:MAX_DRILLDOWN_OPS])
+    return tuple(shown), len(hidden), sum(s.total_us for s in hidden), tuple(ops[:MAX_DRILLDOWN_OPS])
 
 
 def _main_launcher(times: dict[str, float]) -> str:

@@ -242,7 +242,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
     try:
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
-        breakdowns: dict[str, TraceBreakdown] = {}
+        breakdowns: dict[str, TraceBreakdown | None] = {}
         for item in plan.inputs:
             trace, copy = read_and_stage(item, staging, limit)
             with _gc_paused():  # events and op frames hold no cycles; a collection would only rescan them
@@ -256,7 +256,9 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
                      if plan.layout is Layout.NEURON}
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
         run = dataclasses.replace(run, variants=tuple(dataclasses.replace(v, breakdown=breakdowns.get(v.name))
-                                                      for v in run.variants))
+                                                      for v in run.variants),
+                                  notes=run.notes + tuple(f"{name}: no breakdown: the trace's times overflow a float"
+                                                          for name, b in breakdowns.items() if b is None))
         return write_bundle(store, run, files)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

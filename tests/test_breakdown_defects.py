@@ -6,6 +6,8 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from reportgen.bundle import load_run
 from reportgen.importer import ImportRequest, import_run
 from reportgen.model import TimeBasis
@@ -107,3 +109,13 @@ def test_rank_without_world_size_and_input_shapes(tmp_path: Path) -> None:
     assert any(n == "r: rank 0 (world size not recorded in the trace)" for n in run.notes)
     shapes = {r.name: r.input_shapes for r in run.variants[0].ops}
     assert shapes == {"aten::mul": "[[4, 8], [4, 8]]; [[2, 3], []]", "aten::add": ""}
+
+
+def test_times_that_overflow_a_float_leave_the_breakdown_out(tmp_path: Path,
+                                                             capfd: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "huge.json"
+    src.write_bytes(_bytes(_ev("a", 1e308, 1e308), _ev("k", -1e308, 1e308, cat="kernel", pid=0, tid=7)))
+    run = load_run(import_run(ImportRequest(src), tmp_path / "store", now=NOW))
+    assert run.variants[0].breakdown is None
+    assert "huge: no breakdown: the trace's times overflow a float" in run.notes
+    assert capfd.readouterr().err == ""  # no numpy overflow warnings printed

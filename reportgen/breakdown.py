@@ -391,10 +391,22 @@ def _names(device: list[TraceEvent]) -> _Names:
     n = len(device)
     if n == 0:
         return _Names([], np.zeros(0, dtype=np.intp), [])
-    name_ids, first, index = np.unique(np.fromiter(map(id, map(_NAME, device)), dtype=np.int64, count=n),
-                                       return_index=True, return_inverse=True)
-    reps = [device[i] for i in first.tolist()]
-    return _Names([e.name for e in reps], index, [work_kind(e) for e in reps])
+    _, first, index = np.unique(np.fromiter(map(id, map(_NAME, device)), dtype=np.int64, count=n),
+                                return_index=True, return_inverse=True)
+    # Equal names are almost always one shared string; merge the rare equal copies by value.
+    canon: dict[str, int] = {}
+    names: list[str] = []
+    kinds: list[WorkKind] = []
+    remap = np.empty(len(first), dtype=np.intp)
+    for group in np.argsort(first, kind="stable").tolist():  # groups in the order their names first appear
+        e = device[int(first[group])]
+        c = canon.get(e.name)
+        if c is None:
+            c = canon[e.name] = len(names)
+            names.append(e.name)
+            kinds.append(work_kind(e))
+        remap[group] = c
+    return _Names(names, remap[index], kinds)
 
 
 def _kinds(lanes: _Lanes, names: _Names, busy: _Span, timed: Indices) -> dict[WorkKind, _Span]:
@@ -506,13 +518,17 @@ def _kernel_tables(lanes: _Lanes, names: _Names, launchers: Sequence[str | None]
     pair_totals = np.bincount(pair_index, weights=durations, minlength=len(pair_keys)).tolist()
     pair_counts = np.bincount(pair_index, minlength=len(pair_keys)).tolist()
     launched: dict[int, dict[str, float]] = {}
-    per_op: dict[str, list[OpKernel]] = {}
+    per_op_acc: dict[str, dict[int, list[float]]] = {}
     for key, total, count in zip(pair_keys.tolist(), pair_totals, pair_counts, strict=True):
         k, w = divmod(key, len(who_ids))
         who = launchers[int(who_first[w])]
-        launched.setdefault(k, {})[who or ""] = total
+        by_who = launched.setdefault(k, {})
+        by_who[who or ""] = by_who.get(who or "", 0.0) + total
         if who is not None:
-            per_op.setdefault(who, []).append(OpKernel(names.names[k], count, total))
+            acc = per_op_acc.setdefault(who, {}).setdefault(k, [0, 0.0])
+            acc[0] += count
+            acc[1] += total
+    per_op = {op: [OpKernel(names.names[k], int(a[0]), a[1]) for k, a in ks.items()] for op, ks in per_op_acc.items()}
     stats = [KernelStat(name, names.kinds[k], int(counts[k]), totals[k], totals[k] / int(counts[k]), mins[k], maxs[k],
                         totals[k] / total_all if total_all > 0 else 0.0, _main_launcher(launched[k]))
              for k, name in enumerate(names.names)]

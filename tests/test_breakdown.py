@@ -437,3 +437,19 @@ def test_only_the_first_steps_are_stored_but_the_spread_covers_all() -> None:
     assert (wall.min_us, wall.max_us, wall.median_us) == (10.0, walls[-1], statistics.median(walls))
     view = breakdown_view(b)
     assert (len(view.rows), view.hidden_step_count) == (MAX_STORED_STEPS, 10)
+
+
+def test_equal_names_from_different_json_values_are_one_row() -> None:
+    # 7 (a number) and "7" (a string) are both read as the name "7": one kernel row, one launcher
+    data = {"traceEvents": [
+        _ev("op", 0, 50), _ev("cudaLaunchKernel", 1, 1, cat="cuda_runtime", correlation=1),
+        _ev("cudaLaunchKernel", 3, 1, cat="cuda_runtime", correlation=2),
+        {**_ev("x", 10, 4, cat="kernel", pid=0, tid=7, correlation=1), "name": 7},
+        _ev("7", 20, 6, cat="kernel", pid=0, tid=7, correlation=2),
+    ]}
+    trace = read_trace_bytes(json.dumps(data).encode(), "t")
+    b = build_breakdown(trace, build_op_table(trace).device_launchers)
+    assert b is not None
+    assert [(k.name, k.count, k.total_us, k.launcher) for k in b.kernels] == [("7", 2, 10.0, "op")]
+    assert [(o.op, [(k.name, k.count, k.total_us) for k in o.kernels]) for o in b.op_kernels] == [
+        ("op", [("7", 2, 10.0)])]

@@ -3,7 +3,9 @@
 No I/O and no plotting: a ``Trace`` (and the launcher of each device work event, from the op
 table) in, frozen dataclasses out. ``build_breakdown`` runs at import time and its result is
 stored in ``run.json`` (``VariantResult.breakdown``), so a page is built without reading the
-trace again; ``step_spread`` and ``rank_summary`` run at build time on the stored figures.
+trace again; ``breakdown_view`` and ``rank_summary`` run at build time on the stored figures.
+Interval arithmetic runs on numpy arrays (C-level passes, not a Python loop per event), so an
+import pays about a tenth of ``json.load``'s time for it.
 docs/importing.md ("Breakdowns") gives the definitions to users; in short:
 
 - **Device work**: kernels, memcpy, memset (``trace.is_device_work``). Its **kind**: memcpy or
@@ -50,9 +52,6 @@ MAX_KERNELS_PER_OP = 10
 MAX_STORED_STEPS = 50
 """Step windows stored one by one; the spread is over all of them."""
 WHOLE_TRACE = "whole trace"
-
-Intervals = tuple[list[float], list[float]]
-"""Sorted, disjoint intervals as parallel start and end lists."""
 
 
 class WorkKind(str, Enum):

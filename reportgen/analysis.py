@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from reportgen import stats
+from reportgen.breakdown import BreakdownView, RankSummary, breakdown_view, rank_summary
 from reportgen.devices.lanes import Lane
 from reportgen.model import DeviceKind, OpRow, Run, RunSource, TimeBasis, VariantResult, VariantStatus
 
@@ -161,6 +162,7 @@ class VariantView:
     atol: float | None
     rtol: float | None
     trace_path: str | None
+    breakdown: BreakdownView | None = None
 
     @property
     def ran(self) -> bool:
@@ -192,6 +194,7 @@ def variant_view(v: VariantResult, peak_bytes_per_s: float | None) -> VariantVie
         atol=c.atol if c else None,
         rtol=c.rtol if c else None,
         trace_path=v.trace_path,
+        breakdown=breakdown_view(v.breakdown) if v.breakdown is not None else None,
     )
 
 
@@ -255,6 +258,7 @@ class RunView:
     imported: bool
     any_problem: bool
     method: str
+    ranks: RankSummary | None = None
 
     def gain(self, variant: str) -> Speedup | None:
         """The speedup of ``variant`` over this run's baseline, if it was measured."""
@@ -273,6 +277,7 @@ def run_view(run: Run) -> RunView:
         imported=run.source is RunSource.IMPORT,
         any_problem=not run.ok,
         method=stats.METHOD,
+        ranks=rank_summary([(v.name, v.breakdown) for v in run.variants if v.breakdown is not None]),
     )
 
 

@@ -31,6 +31,7 @@ from enum import Enum
 from pathlib import Path
 
 from reportgen import devices
+from reportgen.breakdown import TraceBreakdown, build_breakdown
 from reportgen.bundle import (
     TRACE_SUFFIX,
     artifact_member,
@@ -245,16 +246,23 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
         raise cannot_write(exc, store) from None
     try:
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
+        breakdowns: dict[str, TraceBreakdown | None] = {}
         for item in plan.inputs:
             trace, copy = read_and_stage(item, staging, limit)
             with _gc_paused():  # events and op frames hold no cycles; a collection would only rescan them
                 table = build_op_table(trace)
+                breakdowns[item.variant] = build_breakdown(trace, table.device_launchers, table.steps)
             # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
-            staged.append((item, dataclasses.replace(trace, events=()), copy, table))
+            staged.append((item, dataclasses.replace(trace, events=()), copy,
+                           dataclasses.replace(table, device_launchers=(), steps=())))
             del trace
         summarize = plan.device[1].summarize if plan.device else None
         summaries = {item.variant: summarize(item.artifacts) for item in plan.inputs} if summarize else {}
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
+        run = dataclasses.replace(run, variants=tuple(dataclasses.replace(v, breakdown=breakdowns.get(v.name))
+                                                      for v in run.variants),
+                                  notes=run.notes + tuple(f"{name}: no breakdown: the trace's times overflow a float"
+                                                          for name, b in breakdowns.items() if b is None))
         return write_bundle(store, run, files)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -353,7 +361,8 @@ def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: Device
         notes.append(f"{item.variant}: {table.unattributed_device_count} device event(s) link to no host op; "
                      "they are one row of their own")
     if trace.rank is not None:
-        notes.append(f"{item.variant}: rank {trace.rank} of {trace.world_size}")
+        notes.append(f"{item.variant}: rank {trace.rank} of {trace.world_size}" if trace.world_size is not None
+                     else f"{item.variant}: rank {trace.rank} (world size not recorded in the trace)")
     if trace.base_time_ns is not None and 0 < trace.base_time_ns < MAX_BASE_TIME_NS:
         captured = format_utc(datetime.fromtimestamp(trace.base_time_ns // 10**9, timezone.utc))
         notes.append(f"{item.variant}: captured at {captured} (the trace's baseTimeNanoseconds)")

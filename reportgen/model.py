@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import Enum
 
+from reportgen.breakdown import TraceBreakdown
+
 SCHEMA_VERSION = 2
 """Version of ``run.json``. Bump on any incompatible change and add the step to ``reportgen.migrations``:
 the loader upgrades older bundles in memory and refuses newer ones. 2: device-specific environment
@@ -103,6 +105,7 @@ class VariantResult:
     flops_per_call: int = 0
     trace_path: str | None = None
     artifacts: tuple[Artifact, ...] = ()
+    breakdown: TraceBreakdown | None = None  # kernels, steps, idle of the variant's trace (import time)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,10 @@ Rules (docs/importing.md says the same for users):
   goes below zero.
 - **Device time**: each device work event (kernel, memcpy, memset; not annotations, syncs or
   profiler ranges) is attributed to the host op that launched it: its correlation id names a
-  RUNTIME event, and the innermost host op enclosing that runtime event on its thread is the
-  launcher (fallback: the host op with the same ``External id``). The kernel's duration adds to
+  RUNTIME event, and the innermost host op open on its thread when that runtime event starts is
+  the launcher (a launch may end after its op: it neither closes the op nor counts as a child).
+  Fallback: the host op with the same ``External id``, unless the kernel's External id equals its
+  correlation id (older Kineto wrote a copy of the correlation id there, not an op's id). The kernel's duration adds to
   the launcher's ``self_device_us`` and to ``total_device_us`` of the launcher and every
   enclosing op. Device work that links to no host op is one row, ``UNATTRIBUTED_ROW``, so the
   rows' self device time always sums to the trace's device time.
@@ -51,6 +53,10 @@ class OpTable:
     aten_op_count: int
     host_op_count: int
     step_durations_us: tuple[float, ...]
+    device_launchers: tuple[str | None, ...] = ()
+    """The launching op's name of each device work event of the trace, in trace order (None: not linked)."""
+    steps: tuple[TraceEvent, ...] = ()
+    """The trace's ProfilerStep events (``profiler_steps``), for the breakdowns."""
 
 
 @dataclass(slots=True)
@@ -76,8 +82,10 @@ def build_op_table(trace: Trace) -> OpTable:
     """The op table, device totals and dispatch count of ``trace``."""
     frames, by_correlation, by_external = _nest_host_ops(trace.events)
     device = [e for e in trace.events if e.lane is Lane.DEVICE and is_device_work(e)]
-    unattributed = [e for e in device if not _attribute(e, by_correlation, by_external)]
-    rows = _aggregate(frames)
+    launchers = tuple(_attribute(e, by_correlation, by_external) for e in device)
+    unattributed = [e for e, who in zip(device, launchers, strict=True) if who is None]
+    rows = _aggregate(frames, trace.input_shapes)
+    steps = profiler_steps(trace)
     if unattributed:
         total = sum(e.duration_us for e in unattributed)
         rows.append(OpRow(UNATTRIBUTED_ROW, len(unattributed), 0.0, 0.0, total, total))
@@ -91,7 +99,9 @@ def build_op_table(trace: Trace) -> OpTable:
         op_dispatch_count=sum(1 for f in frames if f.name.startswith(ATEN_PREFIX) and not f.inside_aten),
         aten_op_count=sum(1 for f in frames if f.name.startswith(ATEN_PREFIX)),
         host_op_count=len(frames),
-        step_durations_us=tuple(e.duration_us for e in profiler_steps(trace)),
+        step_durations_us=tuple(e.duration_us for e in steps),
+        device_launchers=launchers,
+        steps=tuple(steps),
     )
 
 
@@ -110,14 +120,16 @@ def _nest_host_ops(events: tuple[TraceEvent, ...]
         if e.tid is not last_tid or e.pid is not last_pid:  # the reader shares pid/tid strings
             last_pid, last_tid = e.pid, e.tid
             stack = stacks.setdefault((e.pid, e.tid), [])
+        if e.lane is Lane.RUNTIME:  # before popping by end: a launch may outlast the op that made it
+            while stack and e.start_us >= stack[-1].end_us:
+                stack.pop()
+            if e.correlation is not None:
+                by_correlation[e.correlation] = stack[-1] if stack else None
+            continue
         end = e.start_us + e.duration_us
         while stack and end > stack[-1].end_us + NEST_EPS_US:
             stack.pop()
         parent = stack[-1] if stack else None
-        if e.lane is Lane.RUNTIME:
-            if e.correlation is not None:
-                by_correlation[e.correlation] = parent
-            continue
         frame = _Frame(e.name, e.duration_us, end, parent,
                        parent is not None and (parent.inside_aten or parent.name.startswith(ATEN_PREFIX)))
         if parent is not None:
@@ -129,23 +141,23 @@ def _nest_host_ops(events: tuple[TraceEvent, ...]
     return frames, by_correlation, by_external
 
 
-def _attribute(e: TraceEvent, by_correlation: dict[int, _Frame | None], by_external: dict[int, _Frame]) -> bool:
-    """Add a device event's time to its launching op and that op's ancestors; False if it has none."""
+def _attribute(e: TraceEvent, by_correlation: dict[int, _Frame | None], by_external: dict[int, _Frame]) -> str | None:
+    """Add a device event's time to its launching op and that op's ancestors; the op's name, None if it has none."""
     frame = by_correlation.get(e.correlation) if e.correlation is not None else None
-    if frame is None and e.external_id is not None:
+    if frame is None and e.external_id is not None and e.external_id != e.correlation:  # old Kineto: a copy
         frame = by_external.get(e.external_id)
     if frame is None:
-        return False
+        return None
     frame.self_device_us += e.duration_us
     node: _Frame | None = frame
     while node is not None:
         node.total_device_us += e.duration_us
         node = node.parent
-    return True
+    return frame.name
 
 
-def _aggregate(frames: list[_Frame]) -> list[OpRow]:
-    """One row per op name: calls and the four time totals."""
+def _aggregate(frames: list[_Frame], shapes: dict[str, str]) -> list[OpRow]:
+    """One row per op name: calls, the four time totals and the input shapes the trace recorded."""
     acc: dict[str, list[float]] = {}
     for f in frames:
         a = acc.get(f.name)
@@ -157,4 +169,4 @@ def _aggregate(frames: list[_Frame]) -> list[OpRow]:
         a[2] += f.duration_us
         a[3] += f.self_device_us
         a[4] += f.total_device_us
-    return [OpRow(name, int(a[0]), a[1], a[2], a[3], a[4]) for name, a in acc.items()]
+    return [OpRow(name, int(a[0]), a[1], a[2], a[3], a[4], shapes.get(name, "")) for name, a in acc.items()]

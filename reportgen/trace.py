@@ -29,7 +29,7 @@ import re
 import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
@@ -51,6 +51,10 @@ MAX_ELEMENT_CHARS = 64 * 1024 * 1024
 STEP_NAME_RE = re.compile(r"ProfilerStep#\d+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """Lone surrogates (from \\ud800-style escapes) are not text: replaced like NUL."""
+MAX_SHAPES_PER_OP = 4
+"""Distinct input shapes kept per host op name; more are shown as '…'."""
+
+
 @dataclass(frozen=True, slots=True)
 class TraceEvent:
     """One duration event (``X``, or a matched ``B``/``E`` pair); times in microseconds."""
@@ -84,6 +88,8 @@ class Trace:
     rank: int | None = None
     world_size: int | None = None
     cuda_runtime_version: int | None = None
+    input_shapes: dict[str, str] = field(default_factory=dict)
+    """Host op name -> its calls' distinct ``args["Input Dims"]`` (at most MAX_SHAPES_PER_OP, '; '-joined)."""
 
 
 def lane_of(category: str) -> Lane:
@@ -399,6 +405,7 @@ class _EventBuilder:
         self.open_b: dict[tuple[str, str], list[tuple[dict[str, Any], float]]] = {}
         self.flows: list[tuple[Any, Any, Any, Any, Any]] = []
         self.runtime_names: set[str] = set()
+        self.shapes: dict[str, list[Any]] = {}
 
     def fail(self, obj: Any, problem: str) -> TraceError:
         name = obj.get("name") if isinstance(obj, dict) else None
@@ -489,6 +496,14 @@ class _EventBuilder:
                 corr = None
             if type(ext) is not int:
                 ext = None
+            if lane is Lane.FRAMEWORK:
+                dims = args.get("Input Dims")
+                if type(dims) is list:
+                    seen = self.shapes.get(name)
+                    if seen is None:
+                        self.shapes[name] = [dims]
+                    elif len(seen) <= MAX_SHAPES_PER_OP and dims not in seen:
+                        seen.append(dims)  # one more than kept: marks "and others"
         self.out.append(TraceEvent(name, cat, lane, ts, dur, pid, tid, corr, ext))
 
     def add_begin_end(self, obj: dict[str, Any], ph: str) -> None:
@@ -538,6 +553,7 @@ class _EventBuilder:
             rank=_opt(dist.get("rank"), int),
             world_size=_opt(dist.get("world_size"), int),
             cuda_runtime_version=_opt(top.get("cuda_runtime_version"), int),
+            input_shapes={name: _shapes_text(seen) for name, seen in self.shapes.items()},
         )
 
     def bind_flows(self, events: list[TraceEvent]) -> list[TraceEvent]:
@@ -562,6 +578,12 @@ class _EventBuilder:
 def _flow_bound(e: TraceEvent) -> bool:
     """Events a launch flow (``ac2g``) can start or end on: runtime calls and device work."""
     return e.lane is Lane.RUNTIME or is_device_work(e)
+
+
+def _shapes_text(seen: list[Any]) -> str:
+    """Distinct Input Dims as key_averages prints them ('[[4, 8], []]'), '; '-joined; text-safe and bounded."""
+    text = "; ".join(str(d)[:200] for d in seen[:MAX_SHAPES_PER_OP]) + ("; …" if len(seen) > MAX_SHAPES_PER_OP else "")
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
 def _is_incomplete(exc: json.JSONDecodeError, buffered: int) -> bool:

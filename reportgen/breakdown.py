@@ -36,11 +36,13 @@ from dataclasses import dataclass
 from enum import Enum
 from itertools import compress
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from reportgen.trace import Lane, Trace, TraceEvent, is_device_work, profiler_steps
+if TYPE_CHECKING:  # trace (and the device registry) import the model, which holds this module's types
+    from reportgen.trace import Trace, TraceEvent
 
 COMMUNICATION_RE = re.compile(r"nccl|rccl|msccl|c10d::|gloo", re.IGNORECASE)
 """Kernel names of collective communication libraries (NCCL, RCCL, MSCCL, c10d, Gloo)."""
@@ -303,6 +305,9 @@ def _ids(values: Iterable[int | None], count: int) -> NDArray[np.int64]:
 
 
 def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
+    from reportgen.devices.lanes import Lane
+    from reportgen.trace import is_device_work
+
     """Device work, the union of host ops (step annotations excluded) and of runtime calls, launch times."""
     n = len(events)
     if n == 0:
@@ -432,6 +437,8 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None],
     trace (``steps`` is found again when not given). A trace whose ``ts + dur`` (or a span) is not
     a finite float has no meaningful breakdown: it is left out rather than stored as infinity.
     """
+    from reportgen.trace import profiler_steps
+
     with np.errstate(all="ignore"):  # an overflow is detected below, not printed
         breakdown = _build(trace, launchers, list(profiler_steps(trace) if steps is None else steps))
     return breakdown if _all_finite(breakdown) else None

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import Enum
 
-from reportgen.breakdown import TraceBreakdown
-
 SCHEMA_VERSION = 2
 """Version of ``run.json``. Bump on any incompatible change and add the step to ``reportgen.migrations``:
 the loader upgrades older bundles in memory and refuses newer ones. 2: device-specific environment
@@ -237,3 +235,8 @@ class Run:
     def ok(self) -> bool:
         """True when every variant ran and matched the reference."""
         return all(v.status is VariantStatus.OK for v in self.variants)
+
+
+# At the end: breakdown's module imports the trace reader, whose imports come back here (the codec resolves the
+# annotation by name at decode time, so the name only has to exist once this module is loaded).
+from reportgen.breakdown import TraceBreakdown  # noqa: E402

@@ -197,11 +197,13 @@ def _progress(message: str) -> None:
 
 def _emit(text: str, output: Path | None) -> None:
     if output is None:
-        sys.stdout.write(text)
-        return
-    from reportgen.compare import write_text_atomic
+        from reportgen.terminal import terminal_safe
 
-    write_text_atomic(output, text)
+        sys.stdout.write(terminal_safe(text, keep_newlines=True))  # names from data never reach the terminal raw
+        return
+    from reportgen.compare import write_output
+
+    write_output(output, text)  # refuses a FIFO, device or folder; writes through a symlink
 
 
 # ---- bundles ---------------------------------------------------------------------------------------------------

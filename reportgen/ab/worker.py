@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from reportgen.codec import to_jsonable
 from reportgen.devices import import_torch, select_backend
 from reportgen.devices.backend import Backend
-from reportgen.codec import to_jsonable
 from reportgen.environment import fingerprint
 from reportgen.errors import ReportgenError
 from reportgen.measure import (

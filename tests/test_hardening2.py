@@ -27,6 +27,7 @@ from reportgen import scenario as scenario_mod
 from reportgen.bundle import RUN_FILE, load_store, run_to_json, temp_owner_tag
 from reportgen.cli import main
 from reportgen.errors import BundleError, ScenarioError, UsageError
+from reportgen.model import SCHEMA_VERSION
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-bbb222"
@@ -468,7 +469,7 @@ def test_load_store_tolerant_returns_the_good_runs_and_names_the_bad(tmp_path: P
     runs, problems = bundle.load_store_tolerant(store)
     assert [r.run_id for r in runs] == [RUN_A]
     assert [p.message for p in problems] == [f"{path}: field 'schema_version' is 9, newer than this reportgen "
-                                             "reads (1); upgrade reportgen"]
+                                             f"reads ({SCHEMA_VERSION}); upgrade reportgen"]
     with pytest.raises(BundleError):
         load_store(store)
 

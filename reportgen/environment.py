@@ -39,7 +39,11 @@ def fingerprint(torch: Any, device_name: str, extras: dict[str, str | None]) -> 
         torch_neuronx_version=extras.get("torch_neuronx_version"),
         neuronx_cc_version=extras.get("neuronx_cc_version"),
         load_average_1m=_load_average(),
+        device_extras={k: v for k, v in extras.items() if v is not None and k not in _TYPED_EXTRAS},
     )
+
+
+_TYPED_EXTRAS = frozenset({"cuda_version", "driver_version", "torch_neuronx_version", "neuronx_cc_version"})
 
 
 def _load_average() -> float | None:

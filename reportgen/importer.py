@@ -20,18 +20,15 @@ import contextlib
 import dataclasses
 import gc
 import gzip
-import json
 import os
 import queue
 import shutil
-import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from reportgen import __version__
 from reportgen.bundle import check_label, make_run_id, make_temp_dir, safe_component, write_bundle
@@ -39,6 +36,7 @@ from reportgen.errors import ExitCode, TraceError
 from reportgen.model import (
     SCHEMA_VERSION,
     Artifact,
+    DeviceEvidence,
     DeviceKind,
     DevicePeak,
     Environment,
@@ -50,15 +48,13 @@ from reportgen.model import (
     VariantResult,
     VariantStatus,
 )
+from reportgen.neuron.explorer import Exploration, explore, session_dir, timing_source
 from reportgen.optable import OpTable, build_op_table, per_step
 from reportgen.trace import Trace, max_trace_bytes, read_trace_copying
 
 NEURON_TRACE_GLOB = "*_pid_*/*/trace.json"
 """TorchNeuron's documented layout: profile_output/<instance-id>_pid_<pid>/<timestamp>/trace.json."""
 NEURON_ARTIFACT_SUFFIXES = (".neff", ".ntff", ".pb")
-NEURON_EXPLORER_NAMES = ("neuron-explorer", "neuron-profile")
-NEURON_EXPLORER_TIMEOUT_S = 300
-SUMMARY_KEYS = ("total_time", "hbm_read_bytes", "hbm_write_bytes", "mbu_estimated_percent")
 TRACE_GZIP_LEVEL = 3
 """zlib level of the stored trace copy: 2.6x faster than 6 for about 20 % more bytes on Kineto JSON."""
 _TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt")
@@ -89,15 +85,6 @@ class ImportPlan:
     layout: Layout
     inputs: tuple[TraceInput, ...]
     notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class DeviceSummary:
-    """The neuron-explorer device summary of one variant, or why there is none."""
-
-    figures: dict[str, float]
-    raw_json: bytes | None
-    note: str
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,7 +235,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
             # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
             staged.append((item, dataclasses.replace(trace, events=()), copy, table))
             del trace
-        summaries = {item.variant: neuron_device_summary(item.artifacts) for item in plan.inputs
+        summaries = {item.variant: _explore(item, table, staging) for item, _, _, table in staged
                      if plan.layout is Layout.NEURON}
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
         return write_bundle(store, run, files)
@@ -259,7 +246,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
 
 
 def build_run(plan: ImportPlan, staged: list[tuple[TraceInput, Trace, Path, OpTable]],
-              summaries: Mapping[str, DeviceSummary], request: ImportRequest, now: datetime
+              summaries: Mapping[str, Exploration | None], request: ImportRequest, now: datetime
               ) -> tuple[Run, dict[str, Path | bytes]]:
     """The Run and the files of its bundle, from traces already read (no disk access)."""
     device, device_notes = _device_kind(plan, [t for _, t, _, _ in staged], request.device)
@@ -277,11 +264,17 @@ def build_run(plan: ImportPlan, staged: list[tuple[TraceInput, Trace, Path, OpTa
             files[rel] = art
             artifacts.append(Artifact(rel, art.suffix.lstrip(".").lower(), art.stat().st_size))
         summary = summaries.get(item.variant)
-        if summary is not None and summary.raw_json is not None:
-            rel = f"artifacts/{item.variant}/device-summary.json"
-            files[rel] = summary.raw_json
-            artifacts.append(Artifact(rel, "device-summary", len(summary.raw_json)))
-        variants.append(variant_result(item, trace, table, trace_rel, tuple(artifacts)))
+        for name, raw in (summary.raw.items() if summary else ()):
+            rel = f"artifacts/{item.variant}/{name}"
+            files[rel] = raw
+            artifacts.append(Artifact(rel, "neuron-explorer", len(raw)))
+        result = variant_result(item, trace, table, trace_rel, tuple(artifacts))
+        if item.variant in summaries:
+            source = timing_source(summary, result.device_event_count, imported=True,
+                                   why_none="no .ntff beside this trace.json")
+            result = dataclasses.replace(result, device_evidence=summary.evidence(source) if summary
+                                         else DeviceEvidence(source))
+        variants.append(result)
         notes.extend(_trace_notes(item, trace, table, summary))
     first = staged[0][1]
     run_id = make_run_id(now, device.value, request.label, f"{plan.source}|{os.getpid()}|{now.timestamp()}")
@@ -348,7 +341,7 @@ def _describe(item: TraceInput, trace: Trace, table: OpTable) -> str:
     return "; ".join(parts)
 
 
-def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: DeviceSummary | None) -> list[str]:
+def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: Exploration | None) -> list[str]:
     notes = []
     if not trace.has_device_lane:
         notes.append(f"{item.variant}: no device lane in the trace; device time is not shown as data")
@@ -361,8 +354,16 @@ def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: Device
         names = ", ".join(a.name for a in item.artifacts)
         notes.append(f"{item.variant}: Neuron files kept as artifacts: {names}")
     if summary is not None:
-        notes.append(f"{item.variant}: {summary.note}")
+        notes.extend(f"{item.variant}: {note}" for note in summary.notes)
     return notes
+
+
+def _explore(item: TraceInput, table: OpTable, staging: Path) -> Exploration | None:
+    """neuron-explorer on the session folder holding this trace.json (None: no .ntff there)."""
+    session = session_dir(item.path.parent)
+    if session is None:
+        return None
+    return explore(session, len(table.step_durations_us), staging / "neuron-explorer" / item.variant)
 
 
 def _device_kind(plan: ImportPlan, traces: list[Trace], override: str) -> tuple[DeviceKind, list[str]]:
@@ -399,62 +400,6 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
     except OSError:
         pass
-
-
-# ---------------------------------------------------------------------------------------------
-# neuron-explorer: the device summary, where the tool is installed.
-
-
-def neuron_device_summary(artifacts: tuple[Path, ...],
-                          which: Callable[[str], str | None] = shutil.which) -> DeviceSummary:
-    """Run ``neuron-explorer view --output-format summary-json`` on the first .neff/.ntff pair, if possible."""
-    neff = next((a for a in artifacts if a.suffix.lower() == ".neff"), None)
-    ntff = next((a for a in artifacts if a.suffix.lower() == ".ntff"), None)
-    exe = next(((n, p) for n in NEURON_EXPLORER_NAMES if (p := which(n))), None)
-    if exe is None:
-        return DeviceSummary({}, None, "neuron-explorer (or neuron-profile) is not installed, so there is no "
-                                       "device summary (HBM bytes, bandwidth use); install the Neuron tools and "
-                                       "re-import to get one")
-    if neff is None or ntff is None:
-        return DeviceSummary({}, None, f"{exe[0]} is installed but the folder lacks a .neff and .ntff pair: "
-                                       "no device summary")
-    fmt = "summary-json" if exe[0] == "neuron-explorer" else "json"
-    cmd = [exe[1], "view", "--output-format", fmt, "-n", str(neff), "-s", str(ntff)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=NEURON_EXPLORER_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return DeviceSummary({}, None, f"{exe[0]} could not run ({type(exc).__name__}): no device summary")
-    if proc.returncode != 0:
-        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:200]
-        return DeviceSummary({}, None, f"{exe[0]} failed (exit {proc.returncode}: {err}): no device summary")
-    try:
-        data = json.loads(proc.stdout)
-    except (ValueError, RecursionError):
-        return DeviceSummary({}, None, f"{exe[0]} printed no JSON summary: no device summary")
-    figures = {k: float(v) for k in SUMMARY_KEYS if (v := _find_key(data, k)) is not None}
-    return DeviceSummary(figures, proc.stdout, f"device summary from {exe[0]} ({ntff.name}): "
-                         + (", ".join(f"{k} {v:g}" for k, v in figures.items()) or "none of "
-                            + ", ".join(SUMMARY_KEYS) + " found (its schema may have changed)"))
-
-
-def _find_key(data: Any, key: str, depth: int = 0) -> float | None:
-    """The first numeric value under ``key`` anywhere in ``data`` (the summary schema varies by SDK)."""
-    if depth > 20:
-        return None
-    if isinstance(data, dict):
-        value = data.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        items = list(data.values())
-    elif isinstance(data, list):
-        items = data
-    else:
-        return None
-    for child in items:
-        found = _find_key(child, key, depth + 1)
-        if found is not None:
-            return found
-    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -79,6 +79,51 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class CompileInfo:
+    """What torch.compile made of a compiled variant: graphs and breaks (dynamo), NEFFs and CPU fallbacks (neuron)."""
+
+    graph_count: int  # graphs dynamo compiled for this variant (torch._dynamo.utils.counters, stats.unique_graphs)
+    graph_break_count: int
+    break_reasons: tuple[str, ...] = ()
+    neff_count: int | None = None  # compiled Neuron programs (.neff) the capture kept; None: not a neuron run
+    fallback_ops: tuple[str, ...] | None = None  # torch_neuronx.get_fallback_ops(); None: not available
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceEvidence:
+    """What the device's own profile says about one variant (on neuron: neuron-explorer on the NTFF)."""
+
+    timing_source: str  # where this variant's times come from, in words
+    summary: dict[str, float] = field(default_factory=dict)  # device summary fields, named as the tool names them
+    counters_per_step: dict[str, float] = field(default_factory=dict)  # system-trace events per profiled step
+    profiled_steps: int = 0  # the divisor of the per-step figures (0: totals, no steps known)
+    tool: str = ""  # the tool and the commands run; "" when none ran
+    notes: tuple[str, ...] = ()
+
+    def hbm_bytes_per_step(self) -> float | None:
+        """HBM bytes read + written per profiled step (hbm_read_bytes + hbm_write_bytes over the steps)."""
+        if "hbm_read_bytes" not in self.summary or "hbm_write_bytes" not in self.summary:
+            return None
+        return (self.summary["hbm_read_bytes"] + self.summary["hbm_write_bytes"]) / max(self.profiled_steps, 1)
+
+    def device_time_us_per_step(self) -> float | None:
+        """neuron-explorer's total_time per profiled step, in µs: an upper bound (the NTFF's idle gaps count)."""
+        total_s = self.summary.get("total_time")
+        return total_s * 1e6 / max(self.profiled_steps, 1) if total_s is not None else None
+
+    def traffic_ratio(self, minimum_bytes: int) -> float | None:
+        """Bytes the device moved per step over the minimum the scenario must move per call (1.0: no extra)."""
+        moved = self.hbm_bytes_per_step()
+        return moved / minimum_bytes if moved is not None and minimum_bytes > 0 else None
+
+    def floor_us(self, bytes_per_s: float | None) -> float | None:
+        """The time the measured traffic takes at the ceiling bandwidth, in µs per step."""
+        moved = self.hbm_bytes_per_step()
+        return moved / bytes_per_s * 1e6 if moved is not None and bytes_per_s else None
+
+
+@dataclass(frozen=True)
 class VariantResult:
     """Everything measured for one variant of a scenario."""
 
@@ -101,6 +146,8 @@ class VariantResult:
     flops_per_call: int = 0
     trace_path: str | None = None
     artifacts: tuple[Artifact, ...] = ()
+    compile_info: CompileInfo | None = None  # compiled variants only
+    device_evidence: DeviceEvidence | None = None  # the device's own profile (neuron-explorer), where there is one
 
 
 @dataclass(frozen=True)
@@ -120,6 +167,7 @@ class Environment:
     torch_neuronx_version: str | None = None
     neuronx_cc_version: str | None = None
     load_average_1m: float | None = None  # host load when profiling began: other work skews timings
+    device_extras: dict[str, str] = field(default_factory=dict)  # device-specific facts (neuron-ls, LNC, warnings)
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def explore(session: Path, steps: int, scratch: Path, which: Callable[[str], str
         notes.append(f"json (system trace): {system_out.problem}")
     if steps <= 0:
         notes.append("no profiled steps known: the counters are totals for the whole capture")
-    tool = "; ".join(" ".join([EXPLORER, *o.argv[1:]]) for o in (summary_out, system_out))
+    tool = "; ".join(_shown(o.argv, session) for o in (summary_out, system_out))
     return Exploration(summary, counters, steps, tool, tuple(notes), raw)
 
 
@@ -160,6 +160,18 @@ def parse_system_counts(raw: bytes) -> tuple[dict[str, float], str]:
     counts = {name: float(names.get(name, 0)) for name in COUNTER_EVENTS}
     counts["system_trace_events"] = float(len(events))
     return counts, f"system-trace counters from {len(events)} events of NeuronCore 0 in the json export"
+
+
+def _shown(argv: tuple[str, ...], session: Path) -> str:
+    """An argv as the report shows it: the tool's name, the session as <instance>_pid_<pid>/<timestamp>, file names."""
+    shown = [EXPLORER]
+    for arg in argv[1:]:
+        if arg == str(session):
+            arg = f"{session.parent.name}/{session.name}"
+        elif arg.startswith("/"):
+            arg = Path(arg).name
+        shown.append(arg)
+    return " ".join(shown)
 
 
 def _load(raw: bytes) -> Any:

@@ -105,7 +105,7 @@ def parse_neuron_ls(raw: bytes) -> NeuronLs:
     instance_s = instance if isinstance(instance, str) and instance else None
     lnc_s = str(lnc) if isinstance(lnc, (int, str)) and not isinstance(lnc, bool) and str(lnc) else None
     missing = [k for k, v in (("instance-type", instance_s), ("logical-neuroncore-config", lnc_s)) if v is None]
-    note = "neuron-ls -j" + (f": no {', '.join(missing)}" if missing else "")
+    note = "read from neuron-ls -j" + (f", which printed no {', '.join(missing)}" if missing else "")
     return NeuronLs(instance_s, lnc_s, raw, note)
 
 

@@ -62,7 +62,10 @@ def compile_info_since(before: DynamoSnapshot, after: DynamoSnapshot, evidence: 
 
 
 def _first_line(reason: str) -> str:
-    line = next((x.strip() for x in reason.splitlines() if x.strip()), "unknown")
+    """A break reason on one line: its title and, where dynamo gives one, the first line of its explanation."""
+    lines = [x.strip() for x in reason.splitlines() if x.strip()]
+    line = " — ".join(lines[:2]) if len(lines) > 1 and lines[1].startswith("Explanation:") else \
+        (lines[0] if lines else "unknown")
     return line if len(line) <= MAX_REASON_CHARS else line[: MAX_REASON_CHARS - 3] + "..."
 
 

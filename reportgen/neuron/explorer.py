@@ -215,5 +215,5 @@ def timing_source(exploration: Exploration | None, device_events_per_step: int |
         steps = f"over {exploration.steps} profiled step(s)" if exploration.steps > 0 else "for the whole capture"
         return (f"{host}; device time: the NTFF via neuron-explorer (total_time {total:.6g} s {steps}, idle gaps "
                 f"included); {table}")
-    reason = why_none or (exploration.notes[0] if exploration and exploration.notes else "no device summary")
+    reason = exploration.notes[0] if exploration and exploration.notes else (why_none or "no device summary")
     return f"{host} only; no device time ({reason}); {table}"

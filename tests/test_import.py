@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import stat
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path

@@ -194,3 +194,10 @@ def test_compile_info_counts_graphs_and_breaks_from_dynamo() -> None:
     assert eager_compile_info(VariantEvidence()) is None
     eager = eager_compile_info(VariantEvidence(neff_count=4, fallback_ops=()))
     assert eager is not None and (eager.graph_count, eager.neff_count, eager.fallback_ops) == (0, 4, ())
+
+
+def test_privateuse1_driver_events_are_runtime_not_device_work() -> None:
+    from reportgen.trace import Lane, lane_of
+
+    assert lane_of("privateuse1_driver") is Lane.RUNTIME
+    assert lane_of("PrivateUse1_Driver") is Lane.RUNTIME

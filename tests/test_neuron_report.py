@@ -15,6 +15,7 @@ from reportgen.site import build_site
 
 RUN_ID = "20261130T000000Z-neuron-evil-abc123"
 PLAIN_ID = "20261130T000001Z-cpu-plain-abc123"
+CPU_COMPILED_ID = "20261130T000002Z-cpu-compiled-abc123"
 
 
 def _hostile_neuron_run():  # type: ignore[no-untyped-def]
@@ -49,3 +50,21 @@ def test_device_evidence_is_escaped_in_html_and_markdown(tmp_path: Path) -> None
     plain_html = (tmp_path / "site" / "runs" / PLAIN_ID / "index.html").read_text()
     plain_md = (tmp_path / "site" / "runs" / PLAIN_ID / "report.md").read_text()
     assert "device-evidence" not in plain_html and "Device evidence" not in plain_md
+
+
+def test_graphs_and_breaks_on_the_cpu_without_neuron_columns(tmp_path: Path) -> None:
+    run = synthetic_run(run_id=CPU_COMPILED_ID)
+    info = CompileInfo(graph_count=2, graph_break_count=1, break_reasons=("Failed to trace builtin operator",),
+                       source="torch._dynamo.utils.counters")
+    variants = tuple(replace(v, compile_info=info) if v.name == "compiled" else v for v in run.variants)
+    store = tmp_path / "store"
+    write_synthetic(store, replace(run, variants=variants))
+    build_site(store, tmp_path / "site", "/", jobs=1)
+    md = (tmp_path / "site" / "runs" / CPU_COMPILED_ID / "report.md").read_text()
+    html = (tmp_path / "site" / "runs" / CPU_COMPILED_ID / "index.html").read_text()
+    assert "### Graphs and graph breaks (torch.compile)" in md
+    assert "| compiled | 2 | 1 | Failed to trace builtin operator |" in md
+    assert "NEFF" not in md and "NEFF" not in html and "Adaptive Eager" not in md
+    assert '<td class="text">compiled</td><td>2</td><td>1</td><td class="text">Failed to trace builtin operator</td>' \
+        in html
+    assert_markdown_is_inert(md, payloads_shown=False)

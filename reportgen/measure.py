@@ -1,6 +1,6 @@
 """Measuring one variant with torch: cold first call, correctness, timing samples, profiler capture.
 
-Imported only by ``reportgen profile``; it is the one place besides the backends and
+Imported only by ``reportgen profile``; it is the one place besides the device backends and
 scenarios that touches torch.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportgen.backends.base import Backend
+from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.evidence import compile_info_since, dynamo_snapshot, eager_compile_info
 from reportgen.model import Correctness, OpRow, VariantResult, VariantStatus
@@ -69,7 +69,7 @@ def measure_variant(backend: Backend, variant: Variant, inputs: VariantInputs, s
         return _measure(backend, variant, inputs, settings, work_dir, progress, base)
     except DeviceUnavailable:
         raise
-    except Exception as exc:  # a variant's failure (compile error, OOM, ...) must not stop the others
+    except (Exception, SystemExit) as exc:  # a variant's failure (compile error, OOM, sys.exit) must not stop the others
         progress(f"{variant.name}: FAILED: {_one_line(exc)}")
         return VariantOutcome(dataclasses.replace(base, error=_one_line(exc)))
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from reportgen.bundle import load_store
+from reportgen.bundle import load_store_tolerant
 from reportgen.errors import ExitCode
 from reportgen.model import Run, VariantStatus
 
@@ -24,12 +25,18 @@ def run_line(run: Run) -> str:
 
 
 def print_runs(store: Path) -> int:
-    """Print the store's runs oldest first, or say that it is empty."""
-    runs = load_store(store)
-    if not runs:
+    """Print the store's runs oldest first, or say that it is empty.
+
+    A bundle that does not load is named on stderr (one line each, exit 3); the other runs are still listed.
+    """
+    runs, problems = load_store_tolerant(store)
+    if not runs and not problems:
         print(f"no runs in {store}; make one with 'reportgen profile'")
         return ExitCode.OK
-    print("run_id\ttime_utc\tdevice\tlabel\tvariants\tstatus")
+    if runs:
+        print("run_id\ttime_utc\tdevice\tlabel\tvariants\tstatus")
     for run in runs:
         print(run_line(run))
-    return ExitCode.OK
+    for problem in problems:
+        print(f"reportgen: error: {problem.message}", file=sys.stderr)
+    return ExitCode.BAD_INPUT if problems else ExitCode.OK

@@ -20,8 +20,8 @@ import pytest
 from conftest import ROOT, run_cli
 from stand_ins import fake_tools
 
-from reportgen.backends.neuron import NeuronBackend
 from reportgen.bundle import load_store
+from reportgen.devices.neuron import NeuronBackend
 from reportgen.mdtext import md_escape
 from reportgen.model import TimeBasis
 
@@ -87,7 +87,9 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
     store = tmp_path / "store"
     args = argparse.Namespace(scenario="rmsnorm", shape="2,64", dtype=None, seed=0, label="stand-in",
                               variants=None, samples=3, warmup=1, threads=None, quiet=True, device="neuron")
-    assert profile.run_profile(profile.ProfileRequest.from_cli(args, store)) == 0
+    from reportgen.cli import profile_request
+
+    assert profile.run_profile(profile_request(args, store)) == 0
 
     # The documented capture API, with neff_cache_dir set so the .neff files are kept.
     kinds = [c[0] for c in stand_in.CALLS]
@@ -113,6 +115,7 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
     (run,) = load_store(store)
     assert run.environment.device_extras["instance_type"] == "trn2.48xlarge"
     assert run.environment.device_extras["logical_neuroncore_config"] == "2"
+    assert run.device.value == "neuron" and run.environment.device_extras["torch_neuronx_version"] == "0.0.0+stand-in"
     assert run.environment.device_name == "AWS Trainium2 (trn2.48xlarge, LNC=2), NeuronCore 0"
     assert run.peak.bandwidth_bytes_per_s == pytest.approx(2.9e12 / 4)
     assert run.peak.source.startswith("denominator: one HBM stack of Trainium2")
@@ -216,7 +219,7 @@ def test_eager_fusion_off_sets_deterministic_algorithms(stand_in, monkeypatch: p
 
 
 def test_compile_without_torch_neuronx_is_one_line(tmp_path: Path) -> None:
-    code = ("from reportgen.backends.neuron import NeuronBackend\n"
+    code = ("from reportgen.devices.neuron import NeuronBackend\n"
             "from reportgen.errors import DeviceUnavailable\n"
             "try:\n    NeuronBackend().compile(lambda x: x)\n"
             "except DeviceUnavailable as e:\n    print('DU:', e)\n")

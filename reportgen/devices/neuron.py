@@ -1,4 +1,4 @@
-"""The Trainium backend through TorchNeuron (``torch_neuronx``), as the Neuron SDK documents it.
+"""AWS Trainium through TorchNeuron (``torch_neuronx``): backend, trace lanes, profile_output layout, versions.
 
 NeuronConfig is handed to ``torch.profiler.profile`` as ``experimental_config`` and
 NeuronProfiler.export_trace as ``on_trace_ready``; activities CPU + PrivateUse1; sync with
@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from reportgen.backends.base import Backend
+from reportgen.devices.backend import Backend, import_torch
+from reportgen.devices.lanes import CategoryPattern, Lane, LaneRules
+from reportgen.devices.spec import Device, DeviceSummary, EnvField, ImportLayout, TraceEvidence
 from reportgen.errors import DeviceUnavailable
 from reportgen.evidence import VariantEvidence
 from reportgen.model import DeviceEvidence, DeviceKind, DevicePeak, TimeBasis
@@ -33,6 +35,8 @@ NEFF_CACHE_ENV = "TORCH_NEURONX_NEFF_CACHE_DIR"
 NEFF_CACHE_DEFAULT = "/tmp/neff_cache"  # TorchNeuron's documented default
 EAGER_FUSION_ENV = "REPORTGEN_NEURON_EAGER_FUSION"
 """``off``: call torch.use_deterministic_algorithms(True), which the SDK says turns Adaptive Eager Execution off."""
+TRACE_GLOB = "*_pid_*/*/trace.json"
+"""TorchNeuron's documented layout: profile_output/<instance-id>_pid_<pid>/<timestamp>/trace.json."""
 
 
 class NeuronBackend(Backend):
@@ -45,8 +49,6 @@ class NeuronBackend(Backend):
         self._neuron_ls: hardware.NeuronLs | None = None
 
     def check_available(self) -> None:
-        from reportgen.backends import import_torch
-
         torch = import_torch()
         try:
             module = importlib.import_module("torch_neuronx")
@@ -200,3 +202,64 @@ def _dist_version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Import: the profile_output/ folder and neuron-explorer's device summary.
+
+
+def find_traces(folder: Path) -> list[Path]:
+    """The ``trace.json`` files of a profile_output/ folder, one of its ``*_pid_*`` folders, or a capture folder."""
+    found = sorted(folder.glob(TRACE_GLOB))
+    if not found and "_pid_" in folder.name:
+        found = sorted(folder.glob("*/trace.json"))
+    if not found and (folder / "trace.json").is_file() and LAYOUT.artifacts(folder):
+        found = [folder / "trace.json"]
+    return [p for p in found if p.is_file()]
+
+
+def device_summary(trace: Path, steps: int, scratch: Path) -> DeviceSummary:
+    """neuron-explorer on the capture session holding ``trace`` (reportgen/neuron/explorer.py), as the import keeps it."""
+    session = explorer.session_dir(trace.parent)
+    if session is None:
+        def no_session(device_events: int | None) -> DeviceEvidence:
+            return DeviceEvidence(explorer.timing_source(None, device_events, imported=True,
+                                                         why_none="no .ntff beside this trace.json"))
+
+        return DeviceSummary({}, (), no_session, "neuron-explorer")
+    found = explorer.explore(session, steps, scratch)
+
+    def evidence(device_events: int | None) -> DeviceEvidence:
+        return found.evidence(explorer.timing_source(found, device_events, imported=True))
+
+    return DeviceSummary(dict(found.raw), found.notes, evidence, "neuron-explorer")
+
+
+LAYOUT = ImportLayout(
+    name="neuron-profile-output",
+    description=f"TorchNeuron profile_output/ ({TRACE_GLOB})",
+    find_traces=find_traces,
+    artifact_suffixes=tuple(ARTIFACT_KINDS),
+    summarize=device_summary,
+)
+
+DEVICE = Device(
+    kind=DeviceKind.NEURON,
+    title="AWS Trainium (Neuron)",
+    lanes=LaneRules(
+        runtime_categories=frozenset({"nrt"}),
+        patterns=(
+            CategoryPattern(Lane.DEVICE, contains="neuron", and_any=("device", "hw", "hardware", "kernel", "exec"),
+                            work=True),
+            CategoryPattern(Lane.RUNTIME, contains="neuron"),
+            CategoryPattern(Lane.RUNTIME, prefix="nrt"),
+        ),
+    ),
+    evidence=TraceEvidence(category_contains=("neuron", "privateuse1"), category_prefixes=("nrt",),
+                           device_name_contains=("neuron", "trainium"), runtime_name_prefixes=("nrt",)),
+    evidence_rank=10,
+    environment_fields=(EnvField("torch_neuronx_version", "torch-neuronx"), EnvField("neuronx_cc_version", "neuronx-cc")),
+    backend=NeuronBackend,
+    auto_rank=10,
+    import_layout=LAYOUT,
+)

@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import, _add_ab):
+    for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import, _add_ab,
+                     _add_doctor):
         register(sub)
     return parser
 
@@ -159,6 +160,24 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=["auto", *devices.device_names()], default="auto")
     _store_arg(p)
     p.set_defaults(func=_cmd_import)
+
+
+def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="profile on a device and write a diagnostics bundle to attach to an issue",
+                       description="Run 'reportgen profile --device neuron' and collect versions, neuron-ls -j, "
+                       "settings, the run bundle and neuron-explorer's raw outputs into --out and --out.tar.gz.")
+    p.add_argument("--device", choices=["neuron"], required=True)
+    p.add_argument("--out", type=Path, default=Path("reportgen-doctor"), help="new folder (default: reportgen-doctor)")
+    p.add_argument("--scenario", default="rmsnorm")
+    p.add_argument("--profile-output", type=Path, default=None, help="also inventory an existing profile_output/")
+    p.add_argument("--timeout-s", type=float, default=3600.0, help="limit for the profile run (default 3600)")
+    p.set_defaults(func=_cmd_doctor)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from reportgen.neuron.doctor import run_doctor
+
+    return run_doctor(args)
 
 
 def _store(args: argparse.Namespace, attr: str = "store") -> Path:

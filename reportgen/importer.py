@@ -257,7 +257,9 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
                            dataclasses.replace(table, device_launchers=(), steps=())))
             del trace
         summarize = plan.device[1].summarize if plan.device else None
-        summaries = {item.variant: summarize(item.artifacts) for item in plan.inputs} if summarize else {}
+        summaries = ({item.variant: summarize(item.path, len(table.step_durations_us),
+                                              staging / "device-summary" / item.variant)
+                      for item, _, _, table in staged} if summarize else {})
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
         run = dataclasses.replace(run, variants=tuple(dataclasses.replace(v, breakdown=breakdowns.get(v.name))
                                                       for v in run.variants),
@@ -289,11 +291,14 @@ def build_run(plan: ImportPlan, staged: list[tuple[TraceInput, Trace, Path, OpTa
             files[rel] = art
             artifacts.append(Artifact(rel, art.suffix.lstrip(".").lower(), art.stat().st_size))
         summary = summaries.get(item.variant)
-        if summary is not None and summary.raw_json is not None:
-            rel = artifact_member(item.variant, "device-summary.json")
-            files[rel] = summary.raw_json
-            artifacts.append(Artifact(rel, "device-summary", len(summary.raw_json)))
-        variants.append(variant_result(item, trace, table, trace_rel, tuple(artifacts)))
+        for name, raw in (summary.raw.items() if summary else ()):
+            rel = artifact_member(item.variant, name)
+            files[rel] = raw
+            artifacts.append(Artifact(rel, summary.artifact_kind if summary else "", len(raw)))
+        result = variant_result(item, trace, table, trace_rel, tuple(artifacts))
+        if summary is not None:
+            result = dataclasses.replace(result, device_evidence=summary.evidence(result.device_event_count))
+        variants.append(result)
         notes.extend(_trace_notes(item, trace, table, summary))
     first = staged[0][1]
     run = new_run(
@@ -370,7 +375,7 @@ def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: Device
         names = ", ".join(a.name for a in item.artifacts)
         notes.append(f"{item.variant}: Neuron files kept as artifacts: {names}")
     if summary is not None:
-        notes.append(f"{item.variant}: {summary.note}")
+        notes.extend(f"{item.variant}: {note}" for note in summary.notes)
     return notes
 
 

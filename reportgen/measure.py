@@ -17,6 +17,7 @@ from typing import Any
 
 from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
+from reportgen.evidence import compile_info_since, dynamo_snapshot, eager_compile_info
 from reportgen.model import Correctness, OpRow, VariantResult, VariantStatus
 from reportgen.scenario import Tolerance, Variant
 
@@ -77,6 +78,7 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
              progress: Progress, base: VariantResult) -> VariantOutcome:
     import torch
 
+    dynamo_before = dynamo_snapshot(torch) if variant.compile else None
     fn = backend.compile(variant.fn) if variant.compile else variant.fn
     progress(f"{variant.name}: first call" + (" (compiling)" if variant.compile else ""))
     first_us, out = _timed_call(backend, fn, inputs.args)
@@ -93,6 +95,9 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         samples = _samples(backend, fn, inputs.args, settings.samples, calls)
         progress(f"{variant.name}: profiling ({settings.profile_active} active steps)")
         capture = _profile(backend, fn, inputs.args, settings, work_dir)
+    evidence = backend.variant_evidence(work_dir, settings.profile_active, capture.device_events_per_step)
+    compile_info = (compile_info_since(dynamo_before, dynamo_snapshot(torch), evidence)
+                    if dynamo_before is not None else eager_compile_info(evidence))
     median = sorted(samples)[len(samples) // 2]
     result = dataclasses.replace(
         base,
@@ -108,8 +113,11 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         op_dispatch_count=capture.dispatches_per_step,
         aten_op_count=capture.aten_ops_per_step,
         device_event_count=capture.device_events_per_step,
+        time_basis=evidence.time_basis or base.time_basis,
+        compile_info=compile_info,
+        device_evidence=evidence.device,
     )
-    return VariantOutcome(result, capture.trace, capture.artifacts)
+    return VariantOutcome(result, capture.trace, [*capture.artifacts, *evidence.files])
 
 
 def _timed_call(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[float, Any]:

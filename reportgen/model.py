@@ -81,6 +81,51 @@ class Artifact:
 
 
 @dataclass(frozen=True)
+class CompileInfo:
+    """What torch.compile made of a compiled variant: graphs and breaks (dynamo), NEFFs and CPU fallbacks (neuron)."""
+
+    graph_count: int  # graphs dynamo compiled for this variant (torch._dynamo.utils.counters, stats.unique_graphs)
+    graph_break_count: int
+    break_reasons: tuple[str, ...] = ()
+    neff_count: int | None = None  # compiled Neuron programs (.neff) the capture kept; None: not a neuron run
+    fallback_ops: tuple[str, ...] | None = None  # torch_neuronx.get_fallback_ops(); None: not available
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceEvidence:
+    """What the device's own profile says about one variant (on neuron: neuron-explorer on the NTFF)."""
+
+    timing_source: str  # where this variant's times come from, in words
+    summary: dict[str, float] = field(default_factory=dict)  # device summary fields, named as the tool names them
+    counters_per_step: dict[str, float] = field(default_factory=dict)  # system-trace events per profiled step
+    profiled_steps: int = 0  # the divisor of the per-step figures (0: totals, no steps known)
+    tool: str = ""  # the tool and the commands run; "" when none ran
+    notes: tuple[str, ...] = ()
+
+    def hbm_bytes_per_step(self) -> float | None:
+        """HBM bytes read + written per profiled step (hbm_read_bytes + hbm_write_bytes over the steps)."""
+        if "hbm_read_bytes" not in self.summary or "hbm_write_bytes" not in self.summary:
+            return None
+        return (self.summary["hbm_read_bytes"] + self.summary["hbm_write_bytes"]) / max(self.profiled_steps, 1)
+
+    def device_time_us_per_step(self) -> float | None:
+        """neuron-explorer's total_time per profiled step, in µs: an upper bound (the NTFF's idle gaps count)."""
+        total_s = self.summary.get("total_time")
+        return total_s * 1e6 / max(self.profiled_steps, 1) if total_s is not None else None
+
+    def traffic_ratio(self, minimum_bytes: int) -> float | None:
+        """Bytes the device moved per step over the minimum the scenario must move per call (1.0: no extra)."""
+        moved = self.hbm_bytes_per_step()
+        return moved / minimum_bytes if moved is not None and minimum_bytes > 0 else None
+
+    def floor_us(self, bytes_per_s: float | None) -> float | None:
+        """The time the measured traffic takes at the ceiling bandwidth, in µs per step."""
+        moved = self.hbm_bytes_per_step()
+        return moved / bytes_per_s * 1e6 if moved is not None and bytes_per_s else None
+
+
+@dataclass(frozen=True)
 class VariantResult:
     """Everything measured for one variant of a scenario."""
 
@@ -103,6 +148,8 @@ class VariantResult:
     flops_per_call: int = 0
     trace_path: str | None = None
     artifacts: tuple[Artifact, ...] = ()
+    compile_info: CompileInfo | None = None  # compiled variants only
+    device_evidence: DeviceEvidence | None = None  # the device's own profile (neuron-explorer), where there is one
     breakdown: TraceBreakdown | None = None  # kernels, steps, idle of the variant's trace (import time)
 
 
@@ -130,13 +177,28 @@ class Environment:
         value = getattr(self, name) if name in common else None
         return None if value is None else str(value)
 
-    def labelled_extras(self) -> tuple[tuple[str, str], ...]:
-        """(label, value) of each device extra, in the order the device registry declares them, for display."""
+    def labelled_extras(self, declared_only: bool = False) -> tuple[tuple[str, str], ...]:
+        """(label, value) of each device extra, in the order the device registry declares them, for display.
+
+        ``declared_only``: just the extras a device declares as environment fields (versions, driver), as the
+        report's software line shows them; the others are in ``undeclared_extras``.
+        """
         from reportgen.devices import environment_fields, extra_label  # the registry imports this module
 
         order = {f.name: i for i, f in enumerate(environment_fields())}
-        names = sorted(self.device_extras, key=lambda n: (order.get(n, len(order)), n))
+        names = sorted((n for n in self.device_extras if not declared_only or n in order),
+                       key=lambda n: (order.get(n, len(order)), n))
         return tuple((extra_label(n), self.device_extras[n]) for n in names)
+
+    def undeclared_extras(self) -> dict[str, str]:
+        """The device extras no device declares as an environment field (instance, LNC, settings, warnings).
+
+        The report's device evidence section lists them by name.
+        """
+        from reportgen.devices import environment_fields  # the registry imports this module
+
+        declared = {f.name for f in environment_fields()}
+        return {n: v for n, v in self.device_extras.items() if n not in declared}
 
 
 @dataclass(frozen=True)

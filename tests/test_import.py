@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import stat
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -174,14 +172,17 @@ def test_variant_names_from_file_names() -> None:
 
 
 def _neuron_profile_output(root: Path) -> Path:
-    """A folder laid out as the Neuron SDK documents profile_output/ (not a captured Trainium run)."""
+    """A folder laid out as the Neuron SDK documents profile_output/ (not a captured Trainium run).
+
+    trace.json is documented as a framework-level trace only: no device events. The one runtime
+    event uses ``privateuse1_driver``, the category a third-party parser reports (runtime, not device work).
+    """
     ts_dir = root / "profile_output" / "i-0abc123_pid_4242" / "20261130_120000"
     ts_dir.mkdir(parents=True)
     events = [
         _ev("ProfilerStep#0", 0, 500, cat="user_annotation"),
         _ev("aten::_fused_rms_norm", 10, 400, **{"External id": 1}),
-        _ev("nrt_execute", 20, 380, cat="privateuse1_runtime", correlation=7),
-        _ev("neff_rms_norm", 30, 403.3, cat="kernel", pid=100, tid=0, correlation=7),
+        _ev("nrt_execute", 20, 380, cat="privateuse1_driver", correlation=7),
     ]
     (ts_dir / "trace.json").write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
     for name, size in (("neff_1a2b_vnc_0.neff", 300), ("profile_nc_0_session_0.ntff", 700), ("ntrace.pb", 11),
@@ -195,15 +196,19 @@ def test_neuron_profile_output_without_neuron_explorer(tmp_path: Path, monkeypat
     run = load_run(folder := _import(_neuron_profile_output(tmp_path), tmp_path / "store"))
     (v,) = run.variants
     assert v.name == "i-0abc123_pid_4242-20261130_120000"
-    assert run.device is DeviceKind.NEURON and v.time_basis is TimeBasis.DEVICE
+    assert run.device is DeviceKind.NEURON
+    assert v.time_basis is TimeBasis.CPU and v.device_event_count is None  # privateuse1_driver is runtime
     assert [(a.path.split("/")[-1], a.kind, a.size_bytes) for a in v.artifacts] == [
         ("cpu_util.pb", "pb", 13), ("host_mem.pb", "pb", 14), ("neff_1a2b_vnc_0.neff", "neff", 300),
         ("ntrace.pb", "pb", 11), ("profile_nc_0_session_0.ntff", "ntff", 700), ("trace_info.pb", "pb", 12)]
     assert all((folder / a.path).stat().st_size == a.size_bytes for a in v.artifacts)
     rows = {r.name: r for r in v.ops}
-    assert rows["aten::_fused_rms_norm"].self_device_us == 403.3
-    assert v.op_dispatch_count == 1 and v.device_event_count == 1
-    assert any("neuron-explorer (or neuron-profile) is not installed" in n for n in run.notes)
+    assert rows["aten::_fused_rms_norm"].self_device_us == 0.0 and v.op_dispatch_count == 1
+    assert v.device_evidence is not None and v.device_evidence.summary == {}
+    assert v.device_evidence.timing_source.startswith(
+        "per-step times: the ProfilerStep durations on the host clock only; no device time (neuron-explorer is "
+        "not installed")
+    assert any("neuron-explorer is not installed" in n for n in run.notes)
     assert any("Neuron files kept as artifacts" in n for n in run.notes)
     assert run.scenario.parameters["layout"] == "neuron-profile-output"
     assert ("device is neuron: the folder has the TorchNeuron profile_output/ (*_pid_*/*/trace.json) layout"
@@ -211,22 +216,31 @@ def test_neuron_profile_output_without_neuron_explorer(tmp_path: Path, monkeypat
 
 
 def test_neuron_profile_output_with_neuron_explorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stand_ins import fake_tools
+
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    tool = bin_dir / "neuron-explorer"
     summary = {"summary": [{"total_time": 0.0004033, "hbm_read_bytes": 4194304, "hbm_write_bytes": 4194304,
                             "mbu_estimated_percent": 7.2}]}
-    tool.write_text("#!/bin/sh\n"
-                    "[ \"$1 $2 $3\" = 'view --output-format summary-json' ] || { echo bad args >&2; exit 2; }\n"
-                    f"echo '{json.dumps(summary)}'\n")
-    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    fake_tools.install_neuron_explorer(bin_dir, {"i-0abc123_pid_4242": {
+        "summary_json": summary, "events": {"nc_exec_running": 1, "nrt_model_submit": 1}}})
+    monkeypatch.setenv("PATH", fake_tools.path_with(bin_dir))
     run = load_run(folder := _import(_neuron_profile_output(tmp_path), tmp_path / "store"))
     (v,) = run.variants
-    art = next(a for a in v.artifacts if a.kind == "device-summary")
-    assert json.loads((folder / art.path).read_text()) == summary
-    assert (f"{v.name}: device summary from neuron-explorer (profile_nc_0_session_0.ntff): total_time 0.0004033, "
-            "hbm_read_bytes 4.1943e+06, hbm_write_bytes 4.1943e+06, mbu_estimated_percent 7.2") in run.notes
+    session = tmp_path / "profile_output" / "i-0abc123_pid_4242" / "20261130_120000"
+    assert [c[:5] for c in fake_tools.explorer_calls(bin_dir)] == [
+        ["view", "-d", str(session), "--output-format", "summary-json"],
+        ["view", "-d", str(session), "--output-format", "json"]]
+    art = next(a for a in v.artifacts if a.path.endswith("neuron-explorer-summary.json"))
+    assert art.kind == "neuron-explorer" and json.loads((folder / art.path).read_text()) == summary
+    ev = v.device_evidence
+    assert ev is not None and ev.profiled_steps == 1
+    assert ev.summary == {"total_time": 0.0004033, "hbm_read_bytes": 4194304.0, "hbm_write_bytes": 4194304.0,
+                          "mbu_estimated_percent": 7.2}
+    assert ev.counters_per_step["nc_exec_running"] == 1.0 and ev.counters_per_step["dmem_buf_copyout"] == 0.0
+    assert "device time: the NTFF via neuron-explorer (total_time 0.0004033 s over 1 profiled step(s)" \
+        in ev.timing_source
+    assert (f"{v.name}: device summary from neuron-explorer summary-json (absent: mbu_min_read_util_percent, "
+            "dma_transfer_count, spill_save_bytes, spill_reload_bytes)") in run.notes
 
 
 def test_device_override_and_no_device_lane(tmp_path: Path) -> None:

@@ -1,33 +1,38 @@
-"""The neuron backend against the stand-in torch_neuronx (tests/stand_ins): the calls it makes.
+"""The neuron backend against the stand-in torch_neuronx and fake Neuron tools (tests/stand_ins/).
 
 No Trainium here: these tests check that reportgen drives the documented TorchNeuron API
-(NeuronConfig as experimental_config, NeuronProfiler.export_trace as on_trace_ready,
-CPU + PrivateUse1 activities, torch.neuron.synchronize, compile backend "neuron") and
-collects the profile_output layout. They do not show that it works on real hardware.
+(NeuronConfig as experimental_config with neff_cache_dir, NeuronProfiler.export_trace as
+on_trace_ready, CPU + PrivateUse1 activities, torch.neuron.synchronize / is_available, compile
+backend "neuron"), calls neuron-explorer in its documented form on each variant's session
+folder, and shows what it returns in the report. They do not show that it works on hardware.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, run_cli
+from stand_ins import fake_tools
 
 from reportgen.bundle import load_store
 from reportgen.devices.neuron import NeuronBackend
+from reportgen.mdtext import md_escape
+from reportgen.model import TimeBasis
 
 STAND_INS = ROOT / "tests" / "stand_ins"
+OLDER_STAND_IN = STAND_INS / "older"
+MIN_BYTES = (2 * 2 * 64 + 64) * 4  # rmsnorm --shape 2,64 float32: read x and w, write y
+STEPS = 3  # the profiler schedule's active steps
 
 
 class CpuPlacedNeuronBackend(NeuronBackend):
     """The neuron backend with tensors left on the CPU: the one thing a stand-in cannot provide."""
-
-    def check_available(self) -> None:
-        importlib.import_module("torch_neuronx.profiling")
 
     def torch_device(self) -> Any:
         import torch
@@ -42,41 +47,124 @@ def stand_in(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
         monkeypatch.delitem(sys.modules, name)
     module = importlib.import_module("torch_neuronx")
     module.CALLS.clear()
+    module.FALLBACK_OPS.clear()
     yield module
     import torch
 
     monkeypatch.delattr(torch, "neuron", raising=False)
 
 
-def test_full_profile_drives_the_documented_api(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    from reportgen import profile
+def _variant_spec(ratio: int, per_step_execs: int, copyout: int = 0) -> dict[str, Any]:
+    moved = ratio * MIN_BYTES * STEPS
+    record = fake_tools.summary_record(0.0004 * STEPS * per_step_execs, moved // 2, moved - moved // 2,
+                                       mbu_estimated_percent=1.5 * ratio, dma_transfer_count=4 * per_step_execs,
+                                       vector_engine_active_time_percent=40.0, scalar_engine_active_time_percent=12.5)
+    return {"summary_json": {"summary": [record]},
+            "events": {"nc_exec_running": per_step_execs * STEPS, "nrt_model_submit": per_step_execs * STEPS,
+                       "dmem_buf_copyin": STEPS, "dmem_buf_copyout": copyout * STEPS, "nrt_execute": STEPS}}
 
-    monkeypatch.setattr(profile, "select_backend", lambda name: CpuPlacedNeuronBackend())
+
+@pytest.fixture()
+def neuron_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    fake_tools.install_neuron_explorer(bin_dir, {"naive": _variant_spec(3, 7), "fused": _variant_spec(1, 1),
+                                                 "compiled": _variant_spec(1, 1, copyout=1)})
+    fake_tools.install_neuron_ls(bin_dir, {"instance-type": "trn2.48xlarge", "logical-neuroncore-config": 2})
+    monkeypatch.setenv("PATH", fake_tools.path_with(bin_dir))
+    monkeypatch.setenv("STAND_IN_NEURON_CORES", "4")
+    monkeypatch.delenv("NEURON_RT_INSPECT_ENABLE", raising=False)
+    monkeypatch.delenv("REPORTGEN_PEAK_BANDWIDTH_GBPS", raising=False)
+    return bin_dir
+
+
+def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuron_tools: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from reportgen import profile
+    from reportgen.site import build_site
+
+    stand_in.FALLBACK_OPS.append("aten::_fake_fallback")
+    monkeypatch.setattr(profile, "select_backend", lambda name: _checked(CpuPlacedNeuronBackend()))
+    store = tmp_path / "store"
     args = argparse.Namespace(scenario="rmsnorm", shape="2,64", dtype=None, seed=0, label="stand-in",
                               variants=None, samples=3, warmup=1, threads=None, quiet=True, device="neuron")
     from reportgen.cli import profile_request
 
-    code = profile.run_profile(profile_request(args, tmp_path))
-    assert code == 0
+    assert profile.run_profile(profile_request(args, store)) == 0
+
+    # The documented capture API, with neff_cache_dir set so the .neff files are kept.
     kinds = [c[0] for c in stand_in.CALLS]
     configs = [c[1] for c in stand_in.CALLS if c[0] == "NeuronConfig"]
-    assert len(configs) == 3  # one profiler session per variant
     from torch_neuronx.profiling import ProfileMode
 
+    assert len(configs) == 3 and kinds.count("export_trace") == 3
     assert configs[0]["modes"] == [ProfileMode.DEVICE, ProfileMode.RUNTIME]
-    assert configs[0]["capture_enabled_for_nc"] == "0"
-    assert Path(configs[0]["profile_output_dir"]).name == "naive"
-    assert kinds.count("NeuronProfiler") == 3 and kinds.count("export_trace") == 3
-    assert "compile_backend" in kinds  # torch.compile(backend="neuron") reached the registered backend
+    assert configs[0]["capture_enabled_for_nc"] == "0" and Path(configs[0]["profile_output_dir"]).name == "naive"
+    assert configs[0]["neff_cache_dir"] == "/tmp/neff_cache"
+    assert kinds[0] == "torch.neuron.is_available" and "compile_backend" in kinds
     assert kinds.count("torch.neuron.synchronize") > 20
-    (run,) = load_store(tmp_path)
+
+    # neuron-explorer in its documented form, on each variant's session folder.
+    calls = fake_tools.explorer_calls(neuron_tools)
+    assert len(calls) == 6
+    for call, variant in zip(calls[::2], ("naive", "fused", "compiled"), strict=True):
+        assert call[:2] == ["view", "-d"] and call[3:5] == ["--output-format", "summary-json"]
+        session = Path(call[2])
+        assert session.parent.name.startswith("i-0standin_pid_") and session.parent.parent.name == variant
+    assert all(c[3:5] == ["--output-format", "json"] and c[-1] == "--ignore-device-profile" for c in calls[1::2])
+
+    (run,) = load_store(store)
+    assert run.environment.device_extras["instance_type"] == "trn2.48xlarge"
+    assert run.environment.device_extras["logical_neuroncore_config"] == "2"
     assert run.device.value == "neuron" and run.environment.device_extras["torch_neuronx_version"] == "0.0.0+stand-in"
+    assert run.environment.device_name == "AWS Trainium2 (trn2.48xlarge, LNC=2), NeuronCore 0"
+    assert run.peak.bandwidth_bytes_per_s == pytest.approx(2.9e12 / 4)
+    assert run.peak.source.startswith("denominator: one HBM stack of Trainium2")
+    by_name = {v.name: v for v in run.variants}
+    naive, fused, compiled = by_name["naive"], by_name["fused"], by_name["compiled"]
     for v in run.variants:
         assert v.status.value == "ok", v.error
-        assert v.trace_path == f"traces/{v.name}.pt.trace.json.gz"
-        assert sorted(a.kind for a in v.artifacts) == ["neff", "ntff", "pb", "pb"]
-        for a in v.artifacts:
-            assert (tmp_path / run.run_id / a.path).read_bytes().startswith(b"stand-in torch_neuronx")
+        assert v.time_basis is TimeBasis.CPU  # trace.json has no device events: no zeros shown as device time
+        ev = v.device_evidence
+        assert ev is not None and ev.profiled_steps == STEPS
+        assert "device time: the NTFF via neuron-explorer" in ev.timing_source
+        assert sorted(a.kind for a in v.artifacts) == ["neff", "neuron-explorer", "neuron-explorer", "ntff", "pb", "pb"]
+    assert naive.device_evidence.counters_per_step["nc_exec_running"] == 7.0  # type: ignore[union-attr]
+    assert naive.device_evidence.counters_per_step["nrt_model_submit"] == 7.0  # type: ignore[union-attr]
+    assert fused.device_evidence.counters_per_step["nc_exec_running"] == 1.0  # type: ignore[union-attr]
+    assert compiled.device_evidence.counters_per_step["dmem_buf_copyout"] == 1.0  # type: ignore[union-attr]
+    assert naive.bytes_per_call == MIN_BYTES
+    assert naive.device_evidence.traffic_ratio(naive.bytes_per_call) == 3.0  # type: ignore[union-attr]
+    assert fused.device_evidence.traffic_ratio(fused.bytes_per_call) == 1.0  # type: ignore[union-attr]
+    assert naive.device_evidence.summary["vector_engine_active_time_percent"] == 40.0  # type: ignore[union-attr]
+    assert compiled.compile_info is not None and compiled.compile_info.graph_count == 1
+    assert compiled.compile_info.graph_break_count == 0 and compiled.compile_info.neff_count == 1
+    assert compiled.compile_info.fallback_ops == ("aten::_fake_fallback",)
+    assert naive.compile_info is not None and naive.compile_info.graph_count == 0  # eager: NEFFs and fallbacks only
+
+    site = tmp_path / "site"
+    build_site(store, site, "/", jobs=1)
+    html = (site / "runs" / run.run_id / "index.html").read_text()
+    md = (site / "runs" / run.run_id / "report.md").read_text()
+    assert '<section id="device-evidence">' in html and "## Device evidence" in md
+    for text, esc in ((html, str), (md, md_escape)):
+        assert "Adaptive Eager Execution" in text and "REPORTGEN_NEURON_EAGER_FUSION=off" in text
+        assert esc("denominator: one HBM stack of Trainium2") in text
+        assert esc("aten::_fake_fallback") in text
+    assert "<li><strong>naive</strong>: per-call times: wall clock between torch.neuron.synchronize() calls; " \
+           "device time: the NTFF via neuron-explorer (total_time 0.0084 s over 3 profiled step(s)" in html
+    assert ('<tr><td class="text">naive</td>\n<td>7</td><td>7</td><td>1</td><td>0</td><td>0</td><td>0</td>'
+            '<td>16</td><td>28</td>') in html
+    assert "<td>1.2 KiB</td>\n<td>3.8 KiB</td><td><strong>3.00×</strong></td>" in html
+    assert "| naive | 1.2 KiB | 3.8 KiB | **3.00×** |" in md
+    assert "| fused | 1.2 KiB | 1.2 KiB | **1.00×** |" in md
+    assert "| naive | 7 | 7 | 1 | 0 | 0 | 0 | 16 | 28 | scalar 12\\.5 %, vector 40\\.0 % |" in md
+    assert f"| compiled | 1 | 0 | 1 | {md_escape('aten::_fake_fallback')} | — |" in md
+    assert "host CPU time, the trace has no device events; see Device evidence" in html
+
+
+def _checked(backend: CpuPlacedNeuronBackend) -> CpuPlacedNeuronBackend:
+    backend.check_available()
+    return backend
 
 
 def test_profiler_session_passes_config_and_export(stand_in, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -91,10 +179,42 @@ def test_profiler_session_passes_config_and_export(stand_in, tmp_path: Path) -> 
     assert [str(a).split(".")[-1] for a in backend.profiler_activities()] == ["CPU", "PrivateUse1"]
 
 
-def test_device_without_neuron_registration_is_device_unavailable(stand_in) -> None:  # type: ignore[no-untyped-def]
+def test_stand_in_accepts_the_documented_parameters_and_refuses_others(stand_in) -> None:  # type: ignore[no-untyped-def]
+    from torch_neuronx.profiling import NeuronConfig, ProfileMode
+
+    config = NeuronConfig(modes=[ProfileMode.DEVICE], max_events_per_nc=10, capture_enabled_for_nc="0,1,2-5",
+                          profile_output_dir="/x", neff_cache_dir="/y", precache_node_info=False)
+    assert config.kwargs["precache_node_info"] is False
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        NeuronConfig(profile_output_dir="/x", capture_all=True)
+    with pytest.raises(TypeError, match="is a string"):
+        NeuronConfig(capture_enabled_for_nc=0)
+
+
+def test_no_visible_neuroncore_is_device_unavailable(stand_in, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     from reportgen.errors import DeviceUnavailable
 
-    with pytest.raises(DeviceUnavailable, match="torch has no 'neuron' device"):
+    monkeypatch.delenv("STAND_IN_NEURON_CORES", raising=False)
+    with pytest.raises(DeviceUnavailable, match=r"torch.neuron.is_available\(\) is not True"):
+        NeuronBackend().check_available()
+    assert ("torch.neuron.is_available", None) in stand_in.CALLS  # asked, as the SDK documents
+
+
+def test_eager_fusion_off_sets_deterministic_algorithms(stand_in, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    monkeypatch.setenv("STAND_IN_NEURON_CORES", "1")
+    monkeypatch.setenv("REPORTGEN_NEURON_EAGER_FUSION", "off")
+    before = torch.are_deterministic_algorithms_enabled()
+    try:
+        NeuronBackend().check_available()
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(before)
+    monkeypatch.setenv("REPORTGEN_NEURON_EAGER_FUSION", "maybe")
+    from reportgen.errors import UsageError
+
+    with pytest.raises(UsageError, match="expected 'off'"):
         NeuronBackend().check_available()
 
 
@@ -109,22 +229,30 @@ def test_compile_without_torch_neuronx_is_one_line(tmp_path: Path) -> None:
     assert proc.stdout.startswith("DU: torch.compile(backend='neuron') is not registered; install TorchNeuron")
 
 
-def test_peak_is_the_vendor_figure_for_the_instance(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from reportgen.devices import neuron
-
-    dmi = tmp_path / "product_name"
-    dmi.write_text("trn2.48xlarge\n")
-    monkeypatch.setattr(neuron, "DMI_PRODUCT", dmi)
-    peak = NeuronBackend().measure_peak()
-    assert peak.bandwidth_bytes_per_s == 2.9e12 and "vendor figure for one trn2 chip" in peak.source
-    dmi.write_text("c7i.large\n")
-    assert NeuronBackend().measure_peak().bandwidth_bytes_per_s is None
-    monkeypatch.setenv("REPORTGEN_PEAK_BANDWIDTH_GBPS", "700")
-    assert NeuronBackend().measure_peak().bandwidth_bytes_per_s == 700e9
-
-
 def test_stand_in_on_path_but_no_device_is_exit_5(tmp_path: Path) -> None:
-    proc = run_cli("profile", "--device", "neuron", "--store", str(tmp_path),
-                   env={"PYTHONPATH": str(STAND_INS)})
+    proc = run_cli("profile", "--device", "neuron", "--store", str(tmp_path / "store"),
+                   env={"PYTHONPATH": str(STAND_INS), "STAND_IN_NEURON_CORES": "0"})
     assert proc.returncode == 5
-    assert proc.stderr.strip().startswith("reportgen: error: --device neuron: torch has no 'neuron' device")
+    assert proc.stderr.strip().startswith("reportgen: error: --device neuron: torch.neuron.is_available() is not True")
+    assert not (tmp_path / "store").exists()
+
+
+def test_older_torchneuron_without_neuronconfig_is_exit_5_before_any_variant(tmp_path: Path) -> None:
+    proc = run_cli("profile", "--device", "neuron", "--store", str(tmp_path / "store"),
+                   env={"PYTHONPATH": str(OLDER_STAND_IN)})
+    assert proc.returncode == 5, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("reportgen: error: --device neuron: torch_neuronx 0.0.1+older-stand-in has no "
+                           "profiling.NeuronConfig (an older TorchNeuron")
+    assert proc.stdout == "" and not (tmp_path / "store").exists()
+
+
+def test_inspect_env_is_warned_about_in_the_environment(stand_in, neuron_tools: Path,  # type: ignore[no-untyped-def]
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", "1")
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    extras = NeuronBackend().environment_extras()
+    assert extras["warning"] is not None and extras["warning"].startswith("$NEURON_RT_INSPECT_ENABLE=1 is set")
+    assert extras["NEURON_LOGICAL_NC_CONFIG"] == "1" and extras["instance_type"] == "trn2.48xlarge"
+    assert extras["eager_fusion"] is not None and extras["eager_fusion"].startswith("default (Adaptive Eager")
+    assert json.loads((neuron_tools / "neuron-ls.json").read_text())["logical-neuroncore-config"] == 2

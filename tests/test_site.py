@@ -452,7 +452,7 @@ def test_fusion_evidence_shows_top_level_calls_and_nested_ops(real_cpu_store: Pa
     site.build_site(real_cpu_store, out, "/")
     run = load_run(sorted(p for p in real_cpu_store.iterdir() if (p / "run.json").is_file())[0])
     md = (out / "runs" / run.run_id / "report.md").read_text()
-    section = md.split("## Evidence of fusion", 1)[1].split("## Variants", 1)[0]
+    section = md.split("## Evidence of fusion", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:5]]
             for line in section.splitlines() if line.startswith("| ") and not line.startswith("| variant")}
     for v in run.variants:

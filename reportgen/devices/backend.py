@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import DeviceUnavailable
+from reportgen.evidence import VariantEvidence
 from reportgen.model import Artifact, DeviceKind, DevicePeak, TimeBasis
 
 PEAK_OVERRIDE_ENV = "REPORTGEN_PEAK_BANDWIDTH_GBPS"
@@ -71,6 +72,10 @@ class Backend(abc.ABC):
         """After profiling: (the Chrome trace file or None, [(device artifact, kind)])."""
         traces = sorted(out_dir.glob("*.json"))
         return (traces[0] if traces else None, [])
+
+    def variant_evidence(self, out_dir: Path, steps: int, device_events_per_step: int | None) -> VariantEvidence:
+        """After profiling one variant into ``out_dir``: what the device's own tools add (default: nothing)."""
+        return VariantEvidence()
 
     def environment_extras(self) -> dict[str, str | None]:
         """Device-specific environment fields (versions, driver): the device's ``environment_fields``."""

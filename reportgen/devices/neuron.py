@@ -3,7 +3,8 @@
 NeuronConfig is handed to ``torch.profiler.profile`` as ``experimental_config`` and
 NeuronProfiler.export_trace as ``on_trace_ready``; activities CPU + PrivateUse1; sync with
 ``torch.neuron.synchronize()``; compile with ``backend="neuron"``. The profiler writes
-``profile_output/<instance>_pid_<pid>/<timestamp>/`` holding trace.json, .neff, .ntff, .pb.
+``profile_output/<instance>_pid_<pid>/<timestamp>/`` holding trace.json, .neff, .ntff, .pb;
+neuron-explorer reads that session folder for the device's own figures (reportgen/neuron/).
 
 Not yet run on real Trainium hardware: tested against a stand-in torch_neuronx that records
 the calls (tests/stand_ins/). See docs/profiling.md.
@@ -14,9 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
-import json
-import shutil
-import subprocess
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,38 +24,48 @@ from reportgen.devices.backend import Backend, import_torch
 from reportgen.devices.lanes import CategoryPattern, Lane, LaneRules
 from reportgen.devices.spec import Device, DeviceSummary, EnvField, ImportLayout, TraceEvidence
 from reportgen.errors import DeviceUnavailable
-from reportgen.model import DeviceKind, DevicePeak, TimeBasis
+from reportgen.evidence import VariantEvidence
+from reportgen.model import DeviceEvidence, DeviceKind, DevicePeak, TimeBasis
+from reportgen.neuron import explorer, hardware
 
-INSTALL_HINT = ("install TorchNeuron (torch-neuronx) from AWS's Neuron package index or use a Neuron DLAMI; "
-                "or pick --device cuda / cpu")
-# Per-chip HBM bandwidth, vendor figures (shared/design/trainium-profiling-facts.md).
-VENDOR_BANDWIDTH_BYTES_PER_S = {"trn1": 820 * 1024**3, "trn2": 2.9e12}
-DMI_PRODUCT = Path("/sys/devices/virtual/dmi/id/product_name")
+INSTALL_HINT = ("install TorchNeuron (torch-neuronx) from AWS's Neuron package index or use a Neuron DLAMI "
+                "(e.g. /opt/aws_neuronx_venv_pytorch_2_9); or pick --device cuda / cpu")
 ARTIFACT_KINDS = {".neff": "neff", ".ntff": "ntff", ".pb": "pb"}
+NEFF_CACHE_ENV = "TORCH_NEURONX_NEFF_CACHE_DIR"
+NEFF_CACHE_DEFAULT = "/tmp/neff_cache"  # TorchNeuron's documented default
+EAGER_FUSION_ENV = "REPORTGEN_NEURON_EAGER_FUSION"
+"""``off``: call torch.use_deterministic_algorithms(True), which the SDK says turns Adaptive Eager Execution off."""
 TRACE_GLOB = "*_pid_*/*/trace.json"
 """TorchNeuron's documented layout: profile_output/<instance-id>_pid_<pid>/<timestamp>/trace.json."""
-EXPLORER_NAMES = ("neuron-explorer", "neuron-profile")
-EXPLORER_TIMEOUT_S = 300
-SUMMARY_KEYS = ("total_time", "hbm_read_bytes", "hbm_write_bytes", "mbu_estimated_percent")
 
 
 class NeuronBackend(Backend):
     """Runs on NeuronCore 0 of a Trainium chip."""
 
     kind = DeviceKind.NEURON
-    time_basis = TimeBasis.DEVICE
+    time_basis = TimeBasis.DEVICE  # per variant it becomes CPU when trace.json holds no device events
+
+    def __init__(self) -> None:
+        self._neuron_ls: hardware.NeuronLs | None = None
 
     def check_available(self) -> None:
         torch = import_torch()
         try:
-            importlib.import_module("torch_neuronx")
-            importlib.import_module("torch_neuronx.profiling")
+            module = importlib.import_module("torch_neuronx")
+            profiling = importlib.import_module("torch_neuronx.profiling")
         except ImportError as exc:
             raise DeviceUnavailable(f"--device neuron: torch_neuronx cannot be imported ({exc}); {INSTALL_HINT}") from None
-        try:
-            torch.device("neuron")
-        except RuntimeError as exc:
-            raise DeviceUnavailable(f"--device neuron: torch has no 'neuron' device ({exc}); {INSTALL_HINT}") from None
+        if not hasattr(profiling, "NeuronConfig"):
+            version = getattr(module, "__version__", "unknown version")
+            raise DeviceUnavailable(f"--device neuron: torch_neuronx {version} has no profiling.NeuronConfig (an "
+                                    "older TorchNeuron whose profiler reportgen does not drive); upgrade torch-neuronx "
+                                    "to a build with NeuronConfig, or pick --device cuda / cpu")
+        is_available = getattr(getattr(torch, "neuron", None), "is_available", None)
+        if is_available is None or not is_available():
+            raise DeviceUnavailable("--device neuron: torch.neuron.is_available() is not True (no NeuronCore visible "
+                                    f"to this process); run on a Trn2/Trn3 instance; {INSTALL_HINT}")
+        if _eager_fusion_off():
+            torch.use_deterministic_algorithms(True)
 
     def torch_device(self) -> Any:
         import torch
@@ -83,37 +92,70 @@ class NeuronBackend(Backend):
                 raise DeviceUnavailable(f"torch.compile(backend='neuron') is not registered; {INSTALL_HINT}") from None
             raise
 
+    def neuron_ls(self) -> hardware.NeuronLs:
+        """``neuron-ls -j`` (instance type, LNC), read once."""
+        if self._neuron_ls is None:
+            self._neuron_ls = hardware.read_neuron_ls()
+        return self._neuron_ls
+
     def device_name(self) -> str:
-        instance = _instance_type()
-        return f"AWS Trainium ({instance}), NeuronCore 0" if instance else "AWS Trainium, NeuronCore 0"
+        ls = self.neuron_ls()
+        found = hardware.chip_for_instance(ls.instance_type or "")
+        chip = found[1].name if found else "Trainium"
+        where = ", ".join(x for x in (ls.instance_type, f"LNC={ls.lnc}" if ls.lnc else None) if x)
+        return f"AWS {chip}{f' ({where})' if where else ''}, NeuronCore 0"
 
     def measure_peak(self) -> DevicePeak:
         override = self.peak_override()
         if override:
             return override
-        instance = _instance_type() or ""
-        family = instance.split(".")[0]
-        bw = VENDOR_BANDWIDTH_BYTES_PER_S.get(family)
-        if bw is None:
-            return DevicePeak(None, None, f"unknown for instance type {instance or '(not found)'}; "
-                              "set $REPORTGEN_PEAK_BANDWIDTH_GBPS")
-        return DevicePeak(bw, None, f"vendor figure for one {family} chip (HBM); a single NeuronCore may reach "
-                          "only its share")
+        ls = self.neuron_ls()
+        lnc = ls.lnc or os.environ.get(hardware.LNC_ENV)
+        ceiling = hardware.core_ceiling(ls.instance_type, lnc)
+        return DevicePeak(ceiling.bandwidth_bytes_per_s, None, ceiling.denominator)
 
     def profile_session(self, out_dir: Path) -> contextlib.AbstractContextManager[dict[str, Any]]:
         return _neuron_session(out_dir)
 
     def collect_artifacts(self, out_dir: Path) -> tuple[Path | None, list[tuple[Path, str]]]:
-        traces = sorted(out_dir.glob(TRACE_GLOB)) or sorted(out_dir.rglob("trace.json"))
+        traces = sorted(out_dir.glob("*_pid_*/*/trace.json")) or sorted(out_dir.rglob("trace.json"))
         trace = traces[-1] if traces else None
         folder = trace.parent if trace else out_dir
         found = [(p, ARTIFACT_KINDS[p.suffix]) for p in sorted(folder.rglob("*")) if p.suffix in ARTIFACT_KINDS]
         return (trace, found)
 
+    def variant_evidence(self, out_dir: Path, steps: int, device_events_per_step: int | None) -> VariantEvidence:
+        session = explorer.session_dir(out_dir)
+        basis = None if device_events_per_step else TimeBasis.CPU
+        fallbacks = _fallback_ops()
+        if session is None:
+            source = explorer.timing_source(None, device_events_per_step,
+                                            why_none="the capture wrote no session folder with an .ntff")
+            return VariantEvidence(DeviceEvidence(source, profiled_steps=steps), basis, None, fallbacks)
+        scratch = out_dir / "neuron-explorer"
+        found = explorer.explore(session, steps, scratch)
+        files = []
+        for name, raw in found.raw.items():
+            path = scratch / name
+            if not path.is_file():
+                path.write_bytes(raw)
+            files.append((path, "neuron-explorer"))
+        neffs = len({p.name for p in session.glob("*.neff")})
+        device = found.evidence(explorer.timing_source(found, device_events_per_step))
+        return VariantEvidence(device, basis, neffs, fallbacks, tuple(files))
+
     def environment_extras(self) -> dict[str, str | None]:
         module = importlib.import_module("torch_neuronx")
         version = getattr(module, "__version__", None) or _dist_version("torch-neuronx")
-        return {"torch_neuronx_version": version, "neuronx_cc_version": _dist_version("neuronx-cc")}
+        extras: dict[str, str | None] = {"torch_neuronx_version": version,
+                                         "neuronx_cc_version": _dist_version("neuronx-cc")}
+        extras.update(hardware.environment_facts(self.neuron_ls()))
+        extras["eager_fusion"] = (f"off (${EAGER_FUSION_ENV}=off: torch.use_deterministic_algorithms(True))"
+                                  if _eager_fusion_off() else
+                                  f"default (Adaptive Eager Execution may fuse queued eager ops; "
+                                  f"${EAGER_FUSION_ENV}=off turns it off)")
+        extras["neff_cache_dir"] = _neff_cache_dir()
+        return extras
 
 
 @contextlib.contextmanager
@@ -126,17 +168,33 @@ def _neuron_session(out_dir: Path) -> Iterator[dict[str, Any]]:
         profile_output_dir=str(out_dir),
         capture_enabled_for_nc="0",
         max_events_per_nc=1_000_000,
+        neff_cache_dir=_neff_cache_dir(),  # without it the .neff files may be missing from the session (CAP:305-323)
     )
     profiler = NeuronProfiler(config)
     yield {"experimental_config": config, "on_trace_ready": profiler.export_trace}
 
 
-def _instance_type() -> str | None:
-    try:
-        text = DMI_PRODUCT.read_text().strip()
-    except OSError:
+def _neff_cache_dir() -> str:
+    """Where TorchNeuron caches compiled NEFFs: $TORCH_NEURONX_NEFF_CACHE_DIR, else its default."""
+    return os.environ.get(NEFF_CACHE_ENV) or NEFF_CACHE_DEFAULT
+
+
+def _eager_fusion_off() -> bool:
+    value = os.environ.get(EAGER_FUSION_ENV, "").strip().lower()
+    if value and value not in ("off", "on"):
+        from reportgen.errors import UsageError
+
+        raise UsageError(f"${EAGER_FUSION_ENV}={value!r}: expected 'off' (or 'on', the default)")
+    return value == "off"
+
+
+def _fallback_ops() -> tuple[str, ...] | None:
+    """``torch_neuronx.get_fallback_ops()`` (ops that ran on the CPU), where this TorchNeuron has it."""
+    module = importlib.import_module("torch_neuronx")
+    get = getattr(module, "get_fallback_ops", None)
+    if get is None:
         return None
-    return text if text.startswith("trn") else None
+    return tuple(sorted({str(op) for op in get()}))
 
 
 def _dist_version(dist: str) -> str | None:
@@ -160,56 +218,21 @@ def find_traces(folder: Path) -> list[Path]:
     return [p for p in found if p.is_file()]
 
 
-def device_summary(artifacts: tuple[Path, ...], which: Callable[[str], str | None] | None = None) -> DeviceSummary:
-    """Run ``neuron-explorer view --output-format summary-json`` on the first .neff/.ntff pair, if possible."""
-    which = which or shutil.which
-    neff = next((a for a in artifacts if a.suffix.lower() == ".neff"), None)
-    ntff = next((a for a in artifacts if a.suffix.lower() == ".ntff"), None)
-    exe = next(((n, p) for n in EXPLORER_NAMES if (p := which(n))), None)
-    if exe is None:
-        return DeviceSummary({}, None, "neuron-explorer (or neuron-profile) is not installed, so there is no "
-                                       "device summary (HBM bytes, bandwidth use); install the Neuron tools and "
-                                       "re-import to get one")
-    if neff is None or ntff is None:
-        return DeviceSummary({}, None, f"{exe[0]} is installed but the folder lacks a .neff and .ntff pair: "
-                                       "no device summary")
-    fmt = "summary-json" if exe[0] == "neuron-explorer" else "json"
-    cmd = [exe[1], "view", "--output-format", fmt, "-n", str(neff), "-s", str(ntff)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=EXPLORER_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return DeviceSummary({}, None, f"{exe[0]} could not run ({type(exc).__name__}): no device summary")
-    if proc.returncode != 0:
-        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:200]
-        return DeviceSummary({}, None, f"{exe[0]} failed (exit {proc.returncode}: {err}): no device summary")
-    try:
-        data = json.loads(proc.stdout)
-    except (ValueError, RecursionError):
-        return DeviceSummary({}, None, f"{exe[0]} printed no JSON summary: no device summary")
-    figures = {k: float(v) for k in SUMMARY_KEYS if (v := _find_key(data, k)) is not None}
-    return DeviceSummary(figures, proc.stdout, f"device summary from {exe[0]} ({ntff.name}): "
-                         + (", ".join(f"{k} {v:g}" for k, v in figures.items()) or "none of "
-                            + ", ".join(SUMMARY_KEYS) + " found (its schema may have changed)"))
+def device_summary(trace: Path, steps: int, scratch: Path) -> DeviceSummary:
+    """neuron-explorer on the capture session holding ``trace`` (reportgen/neuron/explorer.py), as the import keeps it."""
+    session = explorer.session_dir(trace.parent)
+    if session is None:
+        def no_session(device_events: int | None) -> DeviceEvidence:
+            return DeviceEvidence(explorer.timing_source(None, device_events, imported=True,
+                                                         why_none="no .ntff beside this trace.json"))
 
+        return DeviceSummary({}, (), no_session, "neuron-explorer")
+    found = explorer.explore(session, steps, scratch)
 
-def _find_key(data: Any, key: str, depth: int = 0) -> float | None:
-    """The first numeric value under ``key`` anywhere in ``data`` (the summary schema varies by SDK)."""
-    if depth > 20:
-        return None
-    if isinstance(data, dict):
-        value = data.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        items = list(data.values())
-    elif isinstance(data, list):
-        items = data
-    else:
-        return None
-    for child in items:
-        found = _find_key(child, key, depth + 1)
-        if found is not None:
-            return found
-    return None
+    def evidence(device_events: int | None) -> DeviceEvidence:
+        return found.evidence(explorer.timing_source(found, device_events, imported=True))
+
+    return DeviceSummary(dict(found.raw), found.notes, evidence, "neuron-explorer")
 
 
 LAYOUT = ImportLayout(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen.devices.lanes import LaneRules
-from reportgen.model import DeviceKind
+from reportgen.model import DeviceEvidence, DeviceKind
 
 if TYPE_CHECKING:  # the trace reader imports the registry; only the type is needed here
     from reportgen.devices.backend import Backend
@@ -59,11 +59,14 @@ class TraceEvidence:
 
 @dataclass(frozen=True)
 class DeviceSummary:
-    """A device tool's summary of one imported variant, or why there is none."""
+    """A device tool's account of one imported variant: its raw outputs, notes, and the variant's device evidence."""
 
-    figures: dict[str, float]
-    raw_json: bytes | None
-    note: str
+    raw: dict[str, bytes]
+    """File name -> bytes, kept in the bundle under ``artifacts/<variant>/``."""
+    notes: tuple[str, ...]
+    evidence: Callable[[int | None], DeviceEvidence]
+    """The variant's device evidence, given how many device events its trace holds."""
+    artifact_kind: str = "device-summary"
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ class ImportLayout:
     description: str
     find_traces: Callable[[Path], list[Path]]
     artifact_suffixes: tuple[str, ...]
-    summarize: Callable[[tuple[Path, ...]], DeviceSummary] | None = None
+    summarize: Callable[[Path, int, Path], DeviceSummary] | None = None
+    """(trace file, profiled steps, scratch folder) -> what the device's own tools add to that variant."""
 
     def artifacts(self, folder: Path) -> tuple[Path, ...]:
         """The device files in ``folder`` (real files only: a link could pull in a file from anywhere)."""

@@ -16,7 +16,9 @@ from torch._C._profiler import _ExperimentalConfig
 
 from torch_neuronx import CALLS
 
-_ALLOWED = {"modes", "profile_output_dir", "capture_enabled_for_nc", "max_events_per_nc", "neff_cache_dir"}
+_ALLOWED = {"modes", "profile_output_dir", "capture_enabled_for_nc", "max_events_per_nc", "neff_cache_dir",
+            "precache_node_info"}
+"""The six parameters CAP:120-230 documents (no Python signature is published, so keywords only)."""
 PLACEHOLDER = b"stand-in torch_neuronx: not a real Neuron artifact\n"
 
 
@@ -28,12 +30,17 @@ class ProfileMode(Enum):
 
 
 class NeuronConfig(_ExperimentalConfig):
-    """Records its keyword arguments; refuses any the SDK does not document."""
+    """Records its keyword arguments; refuses any the SDK does not document; checks the documented types."""
 
     def __init__(self, **kwargs: Any) -> None:
         unknown = set(kwargs) - _ALLOWED
         if unknown:
             raise TypeError(f"NeuronConfig got unexpected keyword arguments {sorted(unknown)}")
+        nc = kwargs.get("capture_enabled_for_nc")
+        if nc is not None and not isinstance(nc, str):
+            raise TypeError("capture_enabled_for_nc is a string, a comma list with ranges such as '0,1,2-5'")
+        if "precache_node_info" in kwargs and not isinstance(kwargs["precache_node_info"], bool):
+            raise TypeError("precache_node_info is a bool (default True)")
         super().__init__()
         self.kwargs = kwargs
         CALLS.append(("NeuronConfig", kwargs))

@@ -120,6 +120,7 @@ class Environment:
     torch_neuronx_version: str | None = None
     neuronx_cc_version: str | None = None
     load_average_1m: float | None = None  # host load when profiling began: other work skews timings
+    machine: str | None = None  # the user's name for the machine (--machine): history and comparisons key on it
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.errors import BundleError, ConflictError, ReportgenError, SiteError, UsageError
 from reportgen.model import DeviceKind, Run, RunSource, VariantStatus
 from reportgen.render import TEMPLATES_DIR, markdown_to_html, render_html, render_md
+from reportgen.withdrawn import read_withdrawn
 
 SITE_SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"
@@ -124,6 +125,7 @@ class SitePlan:
 
     runs: tuple[PlannedRun, ...]
     renderer_version: str
+    withdrawn: frozenset[str] = frozenset()  # runs `reportgen rm` withdrew: kept in the manifest, out of the index
 
 
 @dataclass(frozen=True)
@@ -335,11 +337,12 @@ def digest_from_manifest(data: object) -> analysis.RunDigest | None:
         return None
     source, device = _enum_or_none(RunSource, data["source"]), _enum_or_none(DeviceKind, data["device"])
     decoded = [_variant_digest_from_manifest(v) for v in variants]
-    if source is None or device is None or any(v is None for v in decoded):
+    if source is None or device is None or any(v is None for v in decoded) or not (
+            data["machine"] is None or _is_text(data["machine"])):
         return None
     return analysis.RunDigest(data["run_id"], data["created_utc"], data["label"], source, device,
                               data["device_name"], data["scenario"], dict(params), sha, base,
-                              tuple(v for v in decoded if v is not None))
+                              tuple(v for v in decoded if v is not None), data["machine"])
 
 
 def _variant_digest_from_manifest(data: object) -> analysis.VariantDigest | None:
@@ -394,15 +397,16 @@ def gather(store: Path, out: Path, old: dict[str, OldEntry]) -> SitePlan:
     """
     version = renderer_version()
     planned: dict[str, PlannedRun] = {}
+    withdrawn = frozenset(read_withdrawn(store))
     for bundle in list_run_dirs(store):
-        planned[bundle.name] = _reuse(bundle, out, old, version) or PlannedRun(
+        planned[bundle.name] = (None if bundle.name in withdrawn else _reuse(bundle, out, old, version)) or PlannedRun(
             bundle.name, PageOrigin.RENDERED, bundle, bundle)
     for run_id, prev in sorted(old.items()):
         if run_id not in planned:
             d = prev.digest or analysis.digest(_load_carried(out, run_id))
             planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, out / RUNS_DIR / run_id, None,
                                          SiteRun(prev.entry, d, PageOrigin.CARRIED))
-    return SitePlan(tuple(planned.values()), version)
+    return SitePlan(tuple(planned.values()), version, withdrawn)
 
 
 def _reuse(bundle: Path, out: Path, old: dict[str, OldEntry], version: str) -> PlannedRun | None:
@@ -482,7 +486,8 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
 def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], plan: SitePlan, root: Path, base_url: str,
                  old_site: Path) -> int:
     """What lists every run: the index (with the newest run's summary), history charts, assets, the manifest."""
-    runs = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.digest.created_utc, r.digest.run_id))
+    every = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.digest.created_utc, r.digest.run_id))
+    runs = [r for r in every if r.entry.run_id not in plan.withdrawn]
     latest = None
     if runs:
         newest = runs[-1].entry.run_id
@@ -491,7 +496,7 @@ def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], plan: SitePl
     pages = sum(r.pages for r in rendered)
     pages += _write_index([r.digest for r in runs], latest, root, base_url)
     _write_static(root)
-    _write_manifest(runs, root, base_url)
+    _write_manifest(every, root, base_url)
     return pages
 
 
@@ -683,7 +688,8 @@ def write_run_page(run: Run, bundle: Path, dest: Path, view: analysis.RunView | 
     view = view or analysis.run_view(run)
     images = _run_images(view, bundle, dest)
     downloads = _copy_data(run, bundle, dest)
-    context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../"}
+    context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../",
+               "withdrawn": read_withdrawn(bundle.parent).get(run.run_id)}
     (dest / "index.html").write_text(render_html("run.html", **context), encoding="utf-8")
     (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
     return PAGES_PER_RUN

@@ -237,6 +237,7 @@ def check_comparable(base: Run, head: Run) -> None:
     """Refuse runs measured on different devices or with different scenario parameters."""
     pairs: list[tuple[str, object, object]] = [
         ("device", base.device.value, head.device.value),
+        ("environment.machine", base.environment.machine, head.environment.machine),
         ("scenario.name", base.scenario.name, head.scenario.name),
     ]
     bp, hp = base.scenario.parameters, head.scenario.parameters
@@ -518,14 +519,15 @@ def comparison_json(comparison: Comparison, site_url: str | None = None) -> str:
 # --- the command --------------------------------------------------------------------------------
 
 
-def load_side(store: Path, ref: str) -> Run:
-    """The run that ``ref`` (id, folder, latest, latest~N) names."""
-    return load_run(resolve_run_dir(store, ref))
+def load_side(store: Path, ref: str, scenario: str | None = None, machine: str | None = None) -> Run:
+    """The run that ``ref`` (id, folder, latest, latest~N, label, git sha) names."""
+    return load_run(resolve_run_dir(store, ref, scenario, machine))
 
 
 def run_compare_command(args: argparse.Namespace, store: Path) -> int:
     """CLI edge: load, compare, render, write; exit 1 on a regression with --fail-on-regression."""
-    base, head = load_side(store, args.base), load_side(store, args.head)
+    where = (getattr(args, "scenario", None), getattr(args, "machine", None))
+    base, head = load_side(store, args.base, *where), load_side(store, args.head, *where)
     comparison = compare_runs(base, head, args.threshold)
     for w in comparison.warnings:
         print(f"reportgen: warning: environment.{w.field} differs: {_show(w.base)} (base) vs {_show(w.head)} (head)",

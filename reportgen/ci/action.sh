@@ -74,7 +74,7 @@ pull_request() {
   echo "comment=$comment" >> "${GITHUB_OUTPUT:-/dev/null}"
   python -m reportgen.ci.comment --pr "$pr" --body "$comment"
   if [ "$gate" -eq 1 ]; then
-    echo "::error::reportgen: a variant is significantly slower (see the pull-request comment)"
+    echo "::error::reportgen: a variant is significantly slower, or broken in the head (see the pull-request comment)"
     exit 1
   fi
 }

@@ -11,11 +11,9 @@
 # RG_RESULTS_BRANCH, RG_BASE_URL, RG_SITE_URL, RG_SITE_DIR, GITHUB_TOKEN; GitHub's own GITHUB_* variables.
 set -euo pipefail
 
-mode="${1:?usage: action.sh pull-request|push}"
 workspace="${GITHUB_WORKSPACE:-$PWD}"
-tmp="${RUNNER_TEMP:?RUNNER_TEMP is not set}"
+tmp="${RUNNER_TEMP:-${TMPDIR:-/tmp}}"
 branch="${RG_RESULTS_BRANCH:-reportgen-results}"
-sha="${GITHUB_SHA:-$(git -C "$workspace" rev-parse HEAD)}"
 
 log() { echo "reportgen-action: $*" >&2; }
 
@@ -44,6 +42,7 @@ profile() {
 }
 
 pull_request() {
+  local sha="${GITHUB_SHA:-$(git -C "$workspace" rev-parse HEAD)}"
   local event="${GITHUB_EVENT_PATH:?GITHUB_EVENT_PATH is not set}"
   local base_sha pr store="$tmp/reportgen-pr-results" comment="$tmp/reportgen-comment.md" gate=0
   base_sha="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["base"]["sha"])' "$event")"
@@ -80,6 +79,7 @@ pull_request() {
 }
 
 push() {
+  local sha="${GITHUB_SHA:-$(git -C "$workspace" rev-parse HEAD)}"
   local results="$tmp/reportgen-results" site="${RG_SITE_DIR:-$tmp/reportgen-site}"
   git -C "$workspace" config user.name >/dev/null || git -C "$workspace" config user.name "github-actions[bot]"
   git -C "$workspace" config user.email >/dev/null || \
@@ -102,8 +102,11 @@ push() {
   echo "site=$site" >> "${GITHUB_OUTPUT:-/dev/null}"
 }
 
-case "$mode" in
-  pull-request) pull_request ;;
-  push) push ;;
-  *) log "unknown mode '$mode': use pull-request or push"; exit 2 ;;
-esac
+# Sourced (by a test) it only defines the functions above.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  case "${1:-}" in
+    pull-request) pull_request ;;
+    push) push ;;
+    *) log "unknown mode '${1:-}': use pull-request or push"; exit 2 ;;
+  esac
+fi

@@ -130,6 +130,8 @@ def _add_rm(sub: argparse._SubParsersAction) -> None:
                        "'reportgen runs' skip it; its permanent page says it was withdrawn and why.")
     p.add_argument("run")
     p.add_argument("--reason", required=True, help="why, in one line (shown on the run's page)")
+    p.add_argument("--scenario", default=None, help="latest~N counts runs of this scenario (default: the newest's)")
+    p.add_argument("--machine", default=None, help="latest~N counts runs of this machine (default: the newest's)")
     _store_arg(p)
     p.set_defaults(func=_cmd_rm)
 
@@ -241,7 +243,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_rm(args: argparse.Namespace) -> int:
     from reportgen.runs import RemoveRequest, remove_command
 
-    return remove_command(RemoveRequest(_store(args), args.run, args.reason))
+    return remove_command(RemoveRequest(_store(args), args.run, args.reason, args.scenario, args.machine))
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:

@@ -29,6 +29,8 @@ class RemoveRequest:
     store: Path
     ref: str
     reason: str
+    scenario: str | None = None
+    machine: str | None = None
 
 
 def printable(text: str) -> str:
@@ -79,7 +81,7 @@ def withdraw_run(request: RemoveRequest, now: datetime | None = None) -> Withdra
     if not reason or len(reason) > MAX_REASON_CHARS or any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in reason):
         raise UsageError(f"reason {request.reason[:40]!r}: give one line of printable text "
                          f"(at most {MAX_REASON_CHARS} characters) saying why the run is withdrawn")
-    folder = resolve_run_dir(request.store, request.ref)
+    folder = resolve_run_dir(request.store, request.ref, request.scenario, request.machine)
     run = load_run(folder)
     if folder.resolve().parent != request.store.resolve():
         raise UsageError(f"{request.ref}: not a run of the store {request.store}; pass its run id")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportgen.errors import ConfigError
+from reportgen.errors import ConfigError, UsageError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -138,7 +138,10 @@ def load_config(cwd: Path | None = None, flags: Mapping[str, Any] | None = None,
             values[key] = {**values.get(key, {}), **raw_flag}
             origins[key] = "flag --param" + (f" over {origins[key]}" if key in origins else "")
             continue
-        values[key] = _parse_text_value(f"--{key.replace('_', '-')}", key, raw_flag)
+        try:
+            values[key] = _parse_text_value(f"--{key.replace('_', '-')}", key, raw_flag)
+        except ConfigError as exc:  # a flag's value: a usage error (exit 2), as argparse's own are
+            raise UsageError(exc.message) from None
         origins[key] = f"flag --{key.replace('_', '-')}"
     defaults = {"store": root / "results", "site": root / "site"} if file else {}
     kwargs = {("threshold_pct" if k == "threshold" else k): v for k, v in {**defaults, **values}.items()}
@@ -175,7 +178,7 @@ def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -
 
 
 _EXPECTED = {
-    "base_url": 'a path like "/myrepo/" or an http(s) URL',
+    "base_url": "a path like /myrepo/ or an http(s) URL",
     "device": f"one of {', '.join(DEVICES)}",
     "machine": "a machine name of letters, digits, '.', '_' or '-' (e.g. \"ci-cpu\")",
     "threshold": "a positive number of percent, e.g. 5",

@@ -71,7 +71,7 @@ def test_precedence_flag_over_environment_over_file(tmp_path: Path) -> None:
     ('scenarios = ["nope/"]\n', r"reportgen.toml: scenarios: .*nope does not exist; fix the path"),
     ('scenarios = 3\n', r"reportgen.toml: scenarios: expected a list of scenario files or folders"),
     ('store = 1\n', r"reportgen.toml: store: expected a folder path as a string"),
-    ('base_url = "repo"\n', r"reportgen.toml: base_url 'repo': expected a path like \"/myrepo/\""),
+    ('base_url = "repo"\n', r"reportgen.toml: base_url 'repo': expected a path like /myrepo/ or an http\(s\) URL"),
     ('treshold = 5\n', r"reportgen.toml: treshold: unknown key; known keys are scenarios, store"),
     ('params = 3\n', r"reportgen.toml: params: expected a table of parameter defaults"),
     ('[params]\nshape = "1"\n', r"reportgen.toml: params.shape: not a parameter name"),
@@ -92,6 +92,13 @@ def test_bad_value_in_pyproject_names_the_table_key(tmp_path: Path) -> None:
 def test_bad_environment_value_names_the_variable() -> None:
     with pytest.raises(ConfigError, match=r"\$REPORTGEN_MACHINE '../x': expected a machine name"):
         load_config(Path("/"), environ={"REPORTGEN_MACHINE": "../x"})
+
+
+def test_a_bad_flag_value_is_a_usage_error(tmp_path: Path) -> None:
+    from reportgen.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^--machine 'a b': expected a machine name"):
+        load_config(tmp_path, flags={"machine": "a b"}, environ={})
 
 
 def test_param_flags() -> None:

@@ -1,6 +1,7 @@
 # The two set-up commands of the README:
 #   make report   create .venv, install reportgen + torch, profile on this machine, build site/
 #   make test     create .venv, install reportgen + torch + test tools, lint (ruff, mypy), run the test suite
+#                 (tests/test_install.py also builds a wheel and runs it from a fresh venv outside the checkout)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin

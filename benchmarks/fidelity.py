@@ -27,7 +27,7 @@ import torch
 import torch.utils.benchmark as tub
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
-from reportgen.backends.cpu import CpuBackend
+from reportgen.devices.cpu import CpuBackend
 from reportgen.measure import MeasureSettingsIn, VariantInputs, measure_variant
 from reportgen.scenario import load_scenario, parse_shape
 from reportgen.stats import summarize

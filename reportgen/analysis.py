@@ -10,13 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Protocol
 
 from reportgen import stats
+from reportgen.devices.lanes import Lane
 from reportgen.model import DeviceKind, OpRow, Run, RunSource, TimeBasis, VariantResult, VariantStatus
 
-BASELINE_VARIANT = "naive"
 FUSED_VARIANT = "fused"
 COMPILED_VARIANT = "compiled"
 MAX_OP_ROWS = 20
@@ -211,10 +210,11 @@ class Speedup:
 
 
 def baseline_name(run: Run) -> str | None:
-    """"naive" when it ran, else the first variant that has timing samples."""
+    """The baseline the scenario declared (``run.scenario.baseline``) when it was timed, else the first timed variant."""
     timed = [v for v in run.variants if v.samples_us and v.status is not VariantStatus.FAILED]
-    if any(v.name == BASELINE_VARIANT for v in timed):
-        return BASELINE_VARIANT
+    declared = run.scenario.baseline
+    if declared is not None and any(v.name == declared for v in timed):
+        return declared
     return timed[0].name if timed else None
 
 
@@ -426,20 +426,14 @@ def _history_group(key: GroupKey, runs: list[RunDigest]) -> HistoryGroup:
 # Timeline snapshot layout
 
 
-class LaneKind(str, Enum):
-    """Timeline rows, top to bottom, as a trace viewer or Neuron Explorer stacks them."""
-
-    FRAMEWORK = "framework"
-    RUNTIME = "runtime"
-    DEVICE = "device"
-    OTHER = "other"
-
+LaneKind = Lane
+"""Former name of ``reportgen.devices.lanes.Lane`` (the same enum), kept for code written against it."""
 
 LANE_TITLES = {
-    LaneKind.FRAMEWORK: "framework ops",
-    LaneKind.RUNTIME: "runtime",
-    LaneKind.DEVICE: "device",
-    LaneKind.OTHER: "other",
+    Lane.FRAMEWORK: "framework ops",
+    Lane.RUNTIME: "runtime",
+    Lane.DEVICE: "device",
+    Lane.OTHER: "other",
 }
 MAX_DEPTH = 6
 """Nesting levels drawn per lane; deeper calls are folded into the last level."""
@@ -466,7 +460,7 @@ class EventLike(Protocol):
 class TimelineBar:
     """One drawn bar: lane, nesting depth, time relative to the window start."""
 
-    lane: LaneKind
+    lane: Lane
     depth: int
     start_us: float
     duration_us: float
@@ -483,16 +477,16 @@ class TimelineLayout:
     window_us: float
     step_name: str
     bars: tuple[TimelineBar, ...]
-    lane_depths: tuple[tuple[LaneKind, int], ...]
+    lane_depths: tuple[tuple[Lane, int], ...]
     event_count: int
 
 
-def _lane_of(ev: EventLike) -> LaneKind:
+def _lane_of(ev: EventLike) -> Lane:
     value = getattr(ev.lane, "value", ev.lane)
     try:
-        return LaneKind(value)
+        return Lane(value)
     except ValueError:
-        return LaneKind.OTHER
+        return Lane.OTHER
 
 
 def _encloses(ev: EventLike, start_us: float, end_us: float) -> bool:
@@ -505,8 +499,8 @@ def timeline_layout(events: Sequence[EventLike], window_start_us: float, window_
     """Lay out the events overlapping the window in lanes, nesting calls of one thread by depth."""
     span = max(window_end_us - window_start_us, 1e-9)
     bars: list[TimelineBar] = []
-    depths: dict[LaneKind, int] = {}
-    stacks: dict[tuple[LaneKind, str], list[float]] = {}
+    depths: dict[Lane, int] = {}
+    stacks: dict[tuple[Lane, str], list[float]] = {}
     inside = [e for e in events if e.start_us < window_end_us and e.start_us + e.duration_us > window_start_us
               and not _encloses(e, window_start_us, window_end_us) and not e.name.startswith("ProfilerStep#")]
     for ev in sorted(inside, key=lambda e: (e.start_us, -e.duration_us, e.name)):
@@ -521,7 +515,7 @@ def timeline_layout(events: Sequence[EventLike], window_start_us: float, window_
         end = min(ev.start_us + ev.duration_us, window_end_us) - window_start_us
         bars.append(TimelineBar(lane, depth, start, max(end - start, 0.0), ev.name, folded))
         depths[lane] = max(depths.get(lane, 0), depth + 1)
-    order = [k for k in LaneKind if k in depths]
+    order = [k for k in Lane if k in depths]
     return TimelineLayout(window_start_us, span, step_name, tuple(bars),
                           tuple((k, depths[k]) for k in order), len(bars))
 
@@ -534,9 +528,9 @@ def iteration_window(events: Sequence[EventLike], start_us: float, end_us: float
     after its last event (a first step that waited on compilation) is cut so the ops stay readable.
     """
     inside = [e for e in events if start_us <= e.start_us < end_us and not e.name.startswith("ProfilerStep#")]
-    launched = {e.correlation for e in inside if _lane_of(e) is LaneKind.RUNTIME and e.correlation is not None}
+    launched = {e.correlation for e in inside if _lane_of(e) is Lane.RUNTIME and e.correlation is not None}
     device_ends = [e.start_us + e.duration_us for e in events
-                   if _lane_of(e) is LaneKind.DEVICE and e.correlation is not None and e.correlation in launched]
+                   if _lane_of(e) is Lane.DEVICE and e.correlation is not None and e.correlation in launched]
     content_end = max((e.start_us + e.duration_us for e in inside), default=end_us)
     return start_us, max([min(content_end, end_us), *device_ends])
 

@@ -1,28 +1,54 @@
-"""Run bundles on disk: the one loader, the atomic writer, and the store's listing.
+"""Run bundles on disk: their layout, the one loader, the atomic writer, and the store's listing.
 
 A store is a folder of run folders: ``<store>/<run_id>/run.json`` plus traces and
 artifacts. A bundle is written into a hidden temporary folder and renamed into place,
 so a crash never leaves a partial run; once written it is never modified.
+
+The layout lives here and nowhere else: ``profile`` and ``import`` both name members with
+``trace_member``/``artifact_member``, stamp times with ``format_utc`` and start a Run with
+``new_run``. Older ``run.json`` files are upgraded on load (``reportgen.migrations``).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reportgen import __version__
 from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.errors import BundleError, ConflictError, UsageError
-from reportgen.model import SCHEMA_VERSION, Run
+from reportgen.migrations import upgrade
+from reportgen.model import (
+    SCHEMA_VERSION,
+    DeviceKind,
+    DevicePeak,
+    Environment,
+    GitInfo,
+    MeasureSettings,
+    Run,
+    RunSource,
+    ScenarioInfo,
+    VariantResult,
+)
 
 RUN_FILE = "run.json"
+TRACES_DIR = "traces"
+ARTIFACTS_DIR = "artifacts"
+TRACE_SUFFIX = ".pt.trace.json.gz"
+"""Every stored trace is gzip-compressed Kineto JSON, named as torch.profiler's exporter names them."""
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+RUN_ID_TIME_FORMAT = "%Y%m%dT%H%M%SZ"
 TMP_PREFIX = ".tmp-"
 MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
@@ -47,9 +73,47 @@ def safe_component(text: str, max_len: int = 80) -> str:
     return f"{s or 'x'}-{digest}"
 
 
+def trace_member(variant: str) -> str:
+    """The bundle-relative path of a variant's trace: ``traces/<variant>.pt.trace.json.gz``."""
+    return f"{TRACES_DIR}/{safe_component(variant)}{TRACE_SUFFIX}"
+
+
+def artifact_member(variant: str, file_name: str) -> str:
+    """The bundle-relative path of a device file kept for a variant: ``artifacts/<variant>/<file>``."""
+    return f"{ARTIFACTS_DIR}/{safe_component(variant)}/{safe_component(file_name)}"
+
+
+def format_utc(moment: datetime) -> str:
+    """``2026-11-30T04:55:00Z``: the one form of ``created_utc`` (whole seconds, UTC, sorts as text)."""
+    return moment.astimezone(timezone.utc).strftime(TIME_FORMAT)
+
+
+def new_run(created: datetime, device: DeviceKind, label: str, source: RunSource, salt: str, *,
+            git: GitInfo, environment: Environment, peak: DevicePeak, scenario: ScenarioInfo,
+            variants: tuple[VariantResult, ...], settings: MeasureSettings | None = None,
+            notes: tuple[str, ...] = ()) -> Run:
+    """A Run of this schema and reportgen version, its id and time made from ``created`` (``salt`` keeps ids unique)."""
+    return Run(
+        schema_version=SCHEMA_VERSION,
+        run_id=make_run_id(created, device.value, label, salt),
+        created_utc=format_utc(created),
+        label=label,
+        source=source,
+        reportgen_version=__version__,
+        device=device,
+        git=git,
+        environment=environment,
+        peak=peak,
+        scenario=scenario,
+        variants=variants,
+        settings=settings,
+        notes=notes,
+    )
+
+
 def make_run_id(created: datetime, device: str, label: str, salt: str) -> str:
     """``20261130T045500Z-cpu-my-change-1a2b3c``: sortable by time, safe as a folder name."""
-    parts = [created.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ"), slug(device, 12) or "dev"]
+    parts = [created.astimezone(timezone.utc).strftime(RUN_ID_TIME_FORMAT), slug(device, 12) or "dev"]
     if slug(label):
         parts.append(slug(label))
     digest = hashlib.sha256(f"{created.isoformat()}|{device}|{label}|{salt}".encode()).hexdigest()[:6]
@@ -75,10 +139,50 @@ def run_to_json(run: Run) -> str:
     return json.dumps(to_jsonable(run), indent=1, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
 
 
+class StoreWriteError(BundleError):
+    """A folder or file cannot be written (disk full, read-only, not a folder): ``path`` and ``reason`` say which."""
+
+    def __init__(self, path: Path | str, reason: str, fix: str = "choose another folder") -> None:
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path}: cannot write ({reason}); {fix}")
+
+
+def cannot_write(exc: OSError, where: Path | str) -> StoreWriteError:
+    """The one-line error for an OSError met while writing under ``where`` (the file it names, if any)."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return StoreWriteError(exc.filename if exc.filename else where, exc.strerror or type(exc).__name__,
+                           "free some space or choose another folder" if full else "choose another folder")
+
+
+def check_store(store: Path) -> None:
+    """Refuse a store path that exists but is not a folder (before any work is done)."""
+    if store.exists() and not store.is_dir():
+        raise BundleError(f"{store}: is not a folder; pass --store a results folder")
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object as a dict, refusing a key that appears twice (json.loads would keep the last silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
 def parse_run_json(text: str, source: Path | str) -> Run:
     """Validate and decode the text of a ``run.json``; every failure names the file and field."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise BundleError(f"{source}: key {str(exc)[:60]!r} appears twice in one object; the bundle is corrupt, "
+                          "re-run or re-import it") from None
     except (json.JSONDecodeError, ValueError) as exc:
         raise BundleError(f"{source}: not valid JSON ({exc}); the bundle is corrupt, re-run or re-import it") from None
     except RecursionError:
@@ -86,7 +190,7 @@ def parse_run_json(text: str, source: Path | str) -> Run:
     if not isinstance(data, dict):
         raise BundleError(f"{source}: expected a JSON object at the top level; this is not a run.json")
     _check_schema_version(data, source)
-    run = from_jsonable(Run, data, source)
+    run = from_jsonable(Run, upgrade(data, source), source)
     _check_run(run, source)
     return run
 
@@ -97,8 +201,10 @@ def load_run(bundle_dir: Path) -> Run:
     if bundle_dir.is_symlink() or path.is_symlink():
         raise BundleError(f"{path}: is a symbolic link; run bundles must be real folders inside the store")
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(MAX_RUN_JSON_BYTES + 1)
+    except NotRegularFile:
+        raise BundleError(f"{path}: is not a regular file; the bundle is corrupt") from None
     except FileNotFoundError:
         raise BundleError(f"{path}: missing; {bundle_dir} is not a run bundle") from None
     except OSError as exc:
@@ -116,6 +222,30 @@ def load_run(bundle_dir: Path) -> Run:
             "rename the folder to the run id"
         )
     return run
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, socket or device: reading it could block for ever."""
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """Open ``path`` for reading only if it is a regular file: a FIFO or device would block or never end.
+
+    The open itself does not block (O_NONBLOCK); the type is checked on the opened file, so it cannot change
+    between the check and the read. Raises IsADirectoryError for a folder, NotRegularFile for anything else.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path}: not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def _reject_constant(name: str) -> float:
@@ -149,6 +279,20 @@ def _check_run(run: Run, source: Path | str) -> None:
             if ref is not None and not is_safe_relpath(ref):
                 field = "trace_path" if j == 0 else f"artifacts[{j - 1}].path"
                 raise BundleError(f"{source}: field 'variants[{i}].{field}' {ref[:60]!r} points outside the bundle")
+    _check_no_file_holds_another(run, source)
+
+
+def _check_no_file_holds_another(run: Run, source: Path | str) -> None:
+    """Refuse member paths where one file would have to be the folder of another (``a`` and ``a/b``)."""
+    refs = {ref for v in run.variants for ref in (v.trace_path, *(a.path for a in v.artifacts)) if ref is not None}
+    for i, v in enumerate(run.variants):
+        for j, ref in enumerate([v.trace_path, *(a.path for a in v.artifacts)]):
+            parts = ref.split("/") if ref is not None else []
+            outer = next(("/".join(parts[:k]) for k in range(1, len(parts)) if "/".join(parts[:k]) in refs), None)
+            if ref is not None and outer is not None:
+                field = "trace_path" if j == 0 else f"artifacts[{j - 1}].path"
+                raise BundleError(f"{source}: field 'variants[{i}].{field}' {ref[:60]!r} lies inside {outer[:60]!r}, "
+                                  "which is a file of the bundle")
 
 
 def is_safe_relpath(ref: str) -> bool:
@@ -168,6 +312,8 @@ def member_file(bundle_dir: Path, rel: str) -> Path:
         if path.is_symlink():
             raise BundleError(f"{path}: is a symbolic link; files of a run bundle must be real files inside it")
     if not path.is_file():
+        if path.exists():  # a FIFO or device would block the reader
+            raise BundleError(f"{path}: is not a regular file; the bundle is corrupt")
         raise BundleError(f"{path}: missing, but run.json names it; the bundle is incomplete")
     return path
 
@@ -185,6 +331,22 @@ def load_store(store: Path) -> list[Run]:
     """Every run in ``store``, oldest first; any invalid bundle is an error naming it."""
     runs = [load_run(d) for d in list_run_dirs(store)]
     return sorted(runs, key=lambda r: (r.created_utc, r.run_id))
+
+
+def load_store_tolerant(store: Path) -> tuple[list[Run], list[BundleError]]:
+    """Every valid run in ``store`` (oldest first) and the error of each bundle that does not load.
+
+    For commands that can go on without a bad bundle (``runs``, ``build``): one corrupt bundle must not hide
+    the others. A store that is not a folder is still an error.
+    """
+    runs: list[Run] = []
+    problems: list[BundleError] = []
+    for d in list_run_dirs(store):
+        try:
+            runs.append(load_run(d))
+        except BundleError as exc:
+            problems.append(exc)
+    return sorted(runs, key=lambda r: (r.created_utc, r.run_id)), problems
 
 
 def resolve_run_dir(store: Path, ref: str, scenario: str | None = None, machine: str | None = None) -> Path:
@@ -247,6 +409,28 @@ def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Pa
     """
     if not is_valid_run_id(run.run_id):
         raise BundleError(f"run id {run.run_id!r} is not a safe folder name")
+    text = checked_run_json(run, store / run.run_id / RUN_FILE)
+    check_store(store)
+    try:
+        return _write_bundle_files(store, run, files, text)
+    except OSError as exc:
+        raise cannot_write(exc, store) from None
+
+
+def checked_run_json(run: Run, source: Path | str) -> str:
+    """``run.json`` text for ``run``, refused unless the loader accepts it: whatever is stored must load."""
+    try:
+        text = run_to_json(run)
+    except ValueError as exc:
+        raise BundleError(f"{source}: {exc}; the run was not stored") from None
+    try:
+        parse_run_json(text, source)
+    except BundleError as exc:
+        raise BundleError(f"{exc.message}; the run was not stored") from None
+    return text
+
+
+def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes], text: str) -> Path:
     store.mkdir(parents=True, exist_ok=True)
     final = store / run.run_id
     if final.exists():
@@ -256,12 +440,14 @@ def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Pa
     try:
         for rel, content in sorted(files.items()):
             _write_member(tmp, rel, content)
-        _write_member(tmp, RUN_FILE, run_to_json(run).encode("utf-8"))
+        _write_member(tmp, RUN_FILE, text.encode("utf-8"))
         os.chmod(tmp, 0o755)
         _fsync_dir(tmp)
         try:
             os.rename(tmp, final)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
             raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten") from None
         _fsync_dir(store)
     finally:

@@ -1,19 +1,27 @@
-"""The command line: a thin edge over the library. Errors become one line and an exit code here."""
+"""The command line: a thin edge over the library. Errors become one line and an exit code here.
+
+argparse stops here: each ``_cmd_*`` turns the Namespace into the library's typed request
+(``ProfileRequest``, ``CompareRequest``, ``ImportRequest``, ``PublishRequest``) and calls one
+library function. Checks of flag syntax live here and name the flag; the library names fields.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reportgen import __version__
-from reportgen.errors import ExitCode, ReportgenError, UsageError
+from reportgen import __version__, devices
+from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
+from reportgen.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from reportgen.config import Config
+    from reportgen.profile import ProfileRequest
 
 EXIT_CODES_HELP = """exit codes:
   0  success
@@ -34,7 +42,8 @@ Runs of different devices or scenario parameters are refused; differing software
 exit codes:
   0  compared (no significant slowdown, or --fail-on-regression not given)
   1  --fail-on-regression: a variant is significantly slower, or failed/incorrect in HEAD but OK in BASE
-  2  bad command-line arguments (--threshold, --site-url)
+  2  bad command-line arguments (--threshold, --site-url); --output is not a regular file, a new path
+     or a symlink to one, or cannot be written
   3  a run is missing or corrupt, or the runs cannot be compared (device or scenario parameters differ)
  70  internal error
 """
@@ -92,7 +101,7 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="profile a scenario's variants and store one run bundle",
                        description="Profile every variant of a scenario on the best device present "
                        "(neuron > cuda > cpu) and store the result as a run bundle.")
-    p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default=None,
+    p.add_argument("--device", choices=["auto", *devices.profile_device_names()], default=None,
                    help="device (default: the config's device, $REPORTGEN_DEVICE, else auto)")
     p.add_argument("--scenario", action="append", default=None,
                    help="scenario name (the config's or built-in) or a path to a .py file; repeat for several "
@@ -205,7 +214,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
                        "TorchNeuron profile_output/ folder into a run bundle.")
     p.add_argument("path", type=Path)
     p.add_argument("--label", default="")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda", "rocm", "neuron"], default="auto")
+    p.add_argument("--device", choices=["auto", *devices.device_names()], default="auto")
     _store_arg(p)
     p.set_defaults(func=_cmd_import)
 
@@ -214,15 +223,69 @@ def _store(args: argparse.Namespace, attr: str = "store") -> Path:
     return _config(args, store=getattr(args, attr, None)).store
 
 
+def profile_request(args: argparse.Namespace, store: Path, config: Config | None = None,
+                    scenario_ref: str | None = None) -> ProfileRequest:
+    """Validate every ``profile`` argument before profiling starts; errors name the flag and the fix."""
+    import dataclasses
+
+    from reportgen.bundle import check_label, check_store
+    from reportgen.config import load_config
+    from reportgen.devices import import_torch
+    from reportgen.measure import MeasureSettingsIn
+    from reportgen.profile import ProfileRequest
+    from reportgen.scenario import check_input_size, check_seed, check_threads, load_scenario, parse_dtype, parse_shape
+
+    import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
+    config = config or load_config(flags={"store": store})
+    ref = scenario_ref or (args.scenario[0] if isinstance(args.scenario, list) else args.scenario) or "rmsnorm"
+    scenario = load_scenario(ref, config_sources=config.scenarios, project_root=config.root)
+    params = scenario.resolve_params(getattr(args, "param_values", None) or {}, config.params, flag="--param")
+    baseline = config.baseline
+    if baseline is not None and baseline not in scenario.variant_names():
+        if config.origin("baseline").startswith("flag"):
+            raise ScenarioError(f"--baseline {baseline}: scenario {scenario.name!r} has no such variant; "
+                                f"choose one of {', '.join(scenario.variant_names())}")
+        baseline = None  # a config-wide baseline another scenario has
+    if baseline is not None:
+        scenario = dataclasses.replace(scenario, baseline=baseline)
+    shape = parse_shape(args.shape) if args.shape is not None else scenario.default_shape
+    dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype
+    if dtype not in scenario.tolerances:
+        raise ScenarioError(f"--dtype {dtype}: scenario {scenario.name!r} declares no tolerance for it; "
+                            f"use one of {', '.join(sorted(scenario.tolerances))} or add it to the scenario")
+    names = scenario.variant_names()
+    chosen = tuple(x.strip() for x in args.variants.split(",")) if args.variants else tuple(names)
+    unknown = [x for x in chosen if x not in names]
+    if unknown or not chosen:
+        raise ScenarioError(f"--variants {args.variants!r}: unknown {unknown}; scenario "
+                            f"{scenario.name!r} has {', '.join(names)}")
+    _check_at_least("--samples", args.samples, minimum=2)
+    _check_at_least("--warmup", args.warmup, minimum=0)
+    check_threads(args.threads)
+    check_seed(args.seed)
+    check_input_size(shape, dtype)
+    check_label(args.label)
+    check_store(store)
+    settings = MeasureSettingsIn(samples=args.samples or 50, warmup=3 if args.warmup is None else args.warmup)
+    device = config.device if getattr(args, "device", None) is None else args.device
+    return ProfileRequest(device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
+                          args.threads, store, args.quiet, params, config.machine)
+
+
+def _check_at_least(flag: str, value: int | None, minimum: int) -> None:
+    if value is not None and value < minimum:
+        raise UsageError(f"{flag} {value}: must be at least {minimum}")
+
+
 def _cmd_profile(args: argparse.Namespace) -> int:
     from reportgen.config import parse_param_flags
-    from reportgen.profile import ProfileRequest, run_profile
+    from reportgen.profile import run_profile
 
     args.param_values = parse_param_flags(args.param)
     config = _config(args, store=args.store, device=args.device, machine=args.machine, baseline=args.baseline,
                      params=args.param_values or None)
     refs = args.scenario or _config_scenario_names(config) or ["rmsnorm"]
-    requests = [ProfileRequest.from_cli(args, config.store, config, ref) for ref in refs]  # all checked first
+    requests = [profile_request(args, config.store, config, ref) for ref in refs]  # all checked first
     codes = [run_profile(request) for request in requests]
     return max(codes)
 
@@ -270,28 +333,40 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
     config = _config(args, store=args.runs, site=args.out, base_url=args.base_url)
     result = build_site(config.store, config.site, config.base_url)
-    print(result.summary())
+    print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from reportgen.compare import run_compare_command
+    from reportgen.compare import CompareRequest, OutputFormat, run_compare, valid_site_url
 
+    if args.threshold is not None and (not math.isfinite(args.threshold) or args.threshold < 0):
+        raise UsageError(f"--threshold {args.threshold!r}: must be a finite number of percent >= 0")
     config = _config(args, store=args.store, threshold=args.threshold)
-    args.threshold = config.threshold_pct
-    return run_compare_command(args, config.store)
+    threshold = config.threshold_pct
+    if args.site_url is not None and not valid_site_url(args.site_url):
+        raise UsageError(f"--site-url {args.site_url[:60]!r}: expected an http(s) URL such as "
+                         "https://user.github.io/repo/")
+    return run_compare(CompareRequest(base=args.base, head=args.head, store=config.store,
+                                      threshold_pct=threshold, fail_on_regression=args.fail_on_regression,
+                                      output_format=OutputFormat(args.format), site_url=args.site_url,
+                                      output=args.output, scenario=args.scenario, machine=args.machine))
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
-    from reportgen.publish import run_publish_command
+    from reportgen.publish import PublishRequest, run_publish_command
 
-    return run_publish_command(args)
+    return run_publish_command(PublishRequest(site=args.site, repo=args.repo, branch=args.branch,
+                                              remote=args.remote, push=args.push))
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from reportgen.importer import run_import_command
+    from reportgen.bundle import check_label
+    from reportgen.importer import ImportRequest, run_import_command
 
-    return run_import_command(args, _store(args))
+    check_label(args.label or "")
+    request = ImportRequest(Path(args.path), args.label or "", args.device or "auto")
+    return run_import_command(request, _store(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -304,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ExitCode.USAGE
         return int(func(args))
     except ReportgenError as exc:
-        print(f"reportgen: error: {exc.message}", file=sys.stderr)
+        print(f"reportgen: error: {terminal_safe(exc.message)}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("reportgen: interrupted; stored runs and the site are unchanged", file=sys.stderr)
@@ -315,5 +390,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         import traceback
 
         last = traceback.format_exc().strip().splitlines()[-1]
-        print(f"reportgen: internal error: {last} (set REPORTGEN_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(f"reportgen: internal error: {terminal_safe(last)} (set REPORTGEN_DEBUG=1 for the traceback)",
+              file=sys.stderr)
         return ExitCode.INTERNAL

@@ -21,6 +21,14 @@ from reportgen.errors import BundleError
 T = TypeVar("T")
 
 _NON_NEGATIVE_SUFFIXES = ("_us", "_bytes", "_count", "_per_s")
+_NON_NEGATIVE_FIELDS = frozenset({"calls", "profiled_steps", "calls_per_sample", "cpu_count", "torch_threads",
+                                  "warmup_iters", "samples", "profile_wait", "profile_warmup", "profile_active",
+                                  "bytes_per_call", "flops_per_call"})
+"""Counts whose names carry no unit suffix: negative is as impossible for them as for ``*_count``."""
+MAX_UNIT_VALUE = 1e18
+"""Largest time, size, count or rate accepted (1e18 µs is 31,700 years): sums and squares of such values stay
+finite, so nothing derived from a loaded run becomes ``inf``."""
+MAX_INT = 2**63 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -72,6 +80,8 @@ def _decode(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
         (_key_tp, val_tp) = typing.get_args(tp)
         if not isinstance(value, dict):
             raise ctx.fail(where, f"expected an object, got {_kind(value)}")
+        for k in value:
+            _check_key(k, ctx, where)
         return {str(k): _decode(val_tp, v, ctx, f"{where}.{k}") for k, v in value.items()}
     return _decode_scalar(tp, value, ctx, where)
 
@@ -120,11 +130,17 @@ def _decode_scalar(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ctx.fail(where, f"expected an integer, got {_show(value)}")
+        if not -MAX_INT - 1 <= value <= MAX_INT:
+            raise ctx.fail(where, f"expected an integer below 2**63, got {_show(value)}")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ctx.fail(where, f"expected a number, got {_show(value)}")
-        if not math.isfinite(value):
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer too large for a float (hundreds of digits)
+            finite = False
+        if not finite:
             raise ctx.fail(where, f"expected a finite number, got {_show(value)}")
         return float(value)
     if tp is str:
@@ -140,12 +156,26 @@ def _decode_scalar(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
 
 
 def _check_units(name: str, value: Any, ctx: _Ctx, where: str) -> None:
-    if not name.endswith(_NON_NEGATIVE_SUFFIXES):
+    if not name.endswith(_NON_NEGATIVE_SUFFIXES) and name not in _NON_NEGATIVE_FIELDS:
         return
     values = value if isinstance(value, tuple) else (value,)
     for v in values:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
             raise ctx.fail(where, f"must not be negative, got {v!r}")
+        if name.endswith(_NON_NEGATIVE_SUFFIXES) and isinstance(v, (int, float)) and v > MAX_UNIT_VALUE:
+            raise ctx.fail(where, f"must be at most {MAX_UNIT_VALUE:g}, got {_show(v)}")
+
+
+def _check_key(key: Any, ctx: _Ctx, where: str) -> None:
+    """An object key is text like any string value: no NUL, no lone surrogate."""
+    problem = None
+    if "\x00" in key:
+        problem = "contains a NUL character"
+    elif _SURROGATE.search(key):
+        problem = ("contains a lone surrogate (a \\ud800-\\udfff escape), which is not text; "
+                   "write the character itself or remove it")
+    if problem:
+        raise BundleError(f"{ctx.source}: field '{where}' key {_show(key)}: {problem}")
 
 
 def _kind(value: Any) -> str:

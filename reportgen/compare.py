@@ -12,11 +12,10 @@ a regression too; variants on one side only are listed as added or removed, neve
 
 from __future__ import annotations
 
-import argparse
-import html
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 import urllib.parse
@@ -26,16 +25,17 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from reportgen import __version__
 from reportgen.bundle import load_run, resolve_run_dir
 from reportgen.codec import to_jsonable
+from reportgen.devices import compared_environment_fields
 from reportgen.errors import CompareError, ExitCode, UsageError
-from reportgen.mdtext import md_escape
+from reportgen.formatting import url_absolute
+from reportgen.mdtext import clip
 from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
-from reportgen.render import new_environment
-from reportgen.stats import METHOD, ratio_of_medians
+from reportgen.render import md_env
+from reportgen.stats import METHOD, median, ratio_of_medians
+from reportgen.terminal import json_safe_escapes, terminal_safe
 
 COMPARE_SCHEMA_VERSION = 1
 """Version of the ``--format json`` document."""
@@ -54,21 +54,37 @@ MAX_LISTED = 25
 """The most ops the comment lists per list (added, removed, calls changed); JSON lists all."""
 
 MAX_NAMED_IN_VERDICT = 3
-CLIP_CHARS = 120
-"""Strings from runs are cut to this many characters in the comment (JSON keeps them whole)."""
 
 TEMPLATE = "compare.md.j2"
 
-ENVIRONMENT_FIELDS = (
-    "torch_version",
-    "torch_neuronx_version",
-    "neuronx_cc_version",
-    "cuda_version",
-    "python_version",
-    "device_name",
-    "cpu_model",
-)
+ENVIRONMENT_FIELDS = ("torch_version", *compared_environment_fields(), "python_version", "device_name", "cpu_model")
 """Software/hardware fingerprint fields whose difference is warned about, not refused."""
+
+
+class OutputFormat(str, Enum):
+    """What ``compare`` writes: the PR comment, or the same content as versioned JSON."""
+
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """One comparison to make: which runs (id, folder, ``latest``, ``latest~N``, label, git sha), how, and where to write it."""
+
+    base: str
+    head: str
+    store: Path
+    threshold_pct: float = 5.0
+    fail_on_regression: bool = False
+    output_format: OutputFormat = OutputFormat.MARKDOWN
+    site_url: str | None = None
+    output: Path | None = None
+    """A file to write (a symlink is written through to its target); None: standard output."""
+    scenario: str | None = None
+    """``latest~N``, labels and git shas resolve among this scenario's runs (None: the newest run's)."""
+    machine: str | None = None
+    """... and among this machine's runs (None: the newest run's)."""
 
 
 class Outcome(str, Enum):
@@ -215,7 +231,7 @@ class Comparison:
 def compare_runs(base: Run, head: Run, threshold_pct: float) -> Comparison:
     """Compare ``head`` against ``base``; CompareError when device or scenario differ."""
     if not math.isfinite(threshold_pct) or threshold_pct < 0:
-        raise UsageError(f"--threshold {threshold_pct!r}: must be a finite number of percent >= 0")
+        raise UsageError(f"threshold {threshold_pct!r}: must be a finite number of percent >= 0")
     check_comparable(base, head)
     b, h = {v.name: v for v in base.variants}, {v.name: v for v in head.variants}
     names = list(b) + [n for n in h if n not in b]
@@ -245,7 +261,7 @@ def check_comparable(base: Run, head: Run) -> None:
     for field, b, h in pairs:
         if b != h:
             raise CompareError(
-                f"cannot compare {base.run_id} (base) with {head.run_id} (head): field '{_clip(field, 60)}' differs "
+                f"cannot compare {base.run_id} (base) with {head.run_id} (head): field '{clip(field, 60)}' differs "
                 f"({_show(b)} vs {_show(h)}); compare runs of the same device and scenario parameters"
             )
 
@@ -259,7 +275,7 @@ def version_differences(base: Run, head: Run) -> tuple[VersionDifference, ...]:
     """Environment fields (software versions, device and CPU names) that differ between the runs."""
     out = []
     for name in ENVIRONMENT_FIELDS:
-        b, h = getattr(base.environment, name), getattr(head.environment, name)
+        b, h = base.environment.field_text(name), head.environment.field_text(name)
         if b != h:
             out.append(VersionDifference(name, b, h))
     return tuple(out)
@@ -313,11 +329,7 @@ def _timed_change(base: VariantResult, head: VariantResult, threshold_pct: float
 
 
 def _median(v: VariantResult | None) -> float | None:
-    if v is None or not v.samples_us:
-        return None
-    s = sorted(v.samples_us)
-    mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+    return median(v.samples_us) if v is not None else None
 
 
 def _op_diffs(base: dict[str, VariantResult], head: dict[str, VariantResult], names: list[str]
@@ -379,12 +391,7 @@ def _self_us(row: OpRow, basis: TimeBasis) -> float:
 
 
 def _show(value: object) -> str:
-    return "absent" if value is None else repr(_clip(str(value), 60))
-
-
-def _clip(text: str, n: int = CLIP_CHARS) -> str:
-    """``text`` cut to ``n`` characters with an ellipsis."""
-    return text if len(text) <= n else text[: n - 1] + "\u2026"
+    return "absent" if value is None else repr(clip(str(value), 60))
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -395,53 +402,18 @@ def comment_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def valid_site_url(site_url: str) -> bool:
+    """True for an absolute http(s) URL with a host."""
+    parts = urllib.parse.urlsplit(site_url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
 def run_page_url(site_url: str, run_id: str) -> str:
     """The permanent page of ``run_id`` under the site root ``site_url``, percent-encoded for Markdown."""
-    parts = urllib.parse.urlsplit(site_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"--site-url {_clip(site_url, 60)!r}: expected an http(s) URL such as https://user.github.io/repo/")
-    root = urllib.parse.quote(site_url.rstrip("/"), safe=":/?#=&%~+,;@!$*")
+    if not valid_site_url(site_url):
+        raise UsageError(f"site_url {clip(site_url, 60)!r}: expected an http(s) URL such as https://user.github.io/repo/")
+    root = url_absolute(site_url.rstrip("/"))
     return f"{root}/runs/{urllib.parse.quote(run_id, safe='')}/"
-
-
-def markdown_environment() -> jinja2.Environment:
-    """The Markdown Jinja environment: no autoescape (not HTML); every run string goes through ``md``."""
-    env = new_environment(autoescape=False)
-    env.filters["md"] = lambda s: md_escape(_clip(str(s)))
-    env.filters["md_whole"] = md_escape
-    env.filters["html"] = html_text
-    env.filters["us"] = format_us
-    env.filters["delta_us"] = format_delta_us
-    env.filters["pct"] = format_pct
-    env.filters["calls"] = format_calls
-    return env
-
-
-def html_text(value: object) -> str:
-    """A run string for raw HTML inside the comment: clipped, HTML-escaped, with no live @mention."""
-    return html.escape(_clip(str(value)).replace("\n", " ")).replace("@", "@\u2060")
-
-
-def format_us(value: float | None) -> str:
-    """A time in µs with 4 significant digits, or an em dash."""
-    if value is None:
-        return "\u2014"
-    return f"{value:,.4g} µs" if abs(value) < 1e4 else f"{value:,.0f} µs"
-
-
-def format_delta_us(value: float) -> str:
-    """A signed time difference in µs, same digits as format_us."""
-    return ("+" if value >= 0 else "-") + format_us(abs(value))
-
-
-def format_pct(value: float | None) -> str:
-    """A signed percentage with one decimal, or an em dash."""
-    return "\u2014" if value is None or not math.isfinite(value) else f"{value:+.1f} %"
-
-
-def format_calls(value: float) -> str:
-    """Calls per step: an integer when whole."""
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
 
 
 @dataclass(frozen=True)
@@ -455,7 +427,7 @@ class _Cut:
 def render_markdown(comparison: Comparison, site_url: str | None = None,
                     limit_chars: int = MAX_COMMENT_CHARS) -> str:
     """The PR comment, shrunk to ``limit_chars``: op-diff sections go first, then variant rows; never the verdict."""
-    template = markdown_environment().get_template(TEMPLATE)
+    template = md_env().get_template(TEMPLATE)
     links = _links(comparison, site_url)
 
     def render(cut: _Cut) -> str:
@@ -513,7 +485,8 @@ def comparison_json(comparison: Comparison, site_url: str | None = None) -> str:
         "links": _links(comparison, site_url),
         **to_jsonable(comparison),
     }
-    return json.dumps(doc, indent=1, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+    text = json.dumps(doc, indent=1, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+    return json_safe_escapes(text)  # no raw C1 control or bidi override, in a file or on a terminal
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -524,36 +497,61 @@ def load_side(store: Path, ref: str, scenario: str | None = None, machine: str |
     return load_run(resolve_run_dir(store, ref, scenario, machine))
 
 
-def run_compare_command(args: argparse.Namespace, store: Path) -> int:
-    """CLI edge: load, compare, render, write; exit 1 on a regression with --fail-on-regression."""
-    where = (getattr(args, "scenario", None), getattr(args, "machine", None))
-    base, head = load_side(store, args.base, *where), load_side(store, args.head, *where)
-    comparison = compare_runs(base, head, args.threshold)
+def run_compare(request: CompareRequest) -> int:
+    """Load, compare, render, write; ``ExitCode.REGRESSION`` on a regression when the request asks to fail on one."""
+    where = (request.scenario, request.machine)
+    base, head = load_side(request.store, request.base, *where), load_side(request.store, request.head, *where)
+    comparison = compare_runs(base, head, request.threshold_pct)
     for w in comparison.warnings:
-        print(f"reportgen: warning: environment.{w.field} differs: {_show(w.base)} (base) vs {_show(w.head)} (head)",
-              file=sys.stderr)
-    text = (comparison_json(comparison, args.site_url) if args.format == "json"
-            else render_markdown(comparison, args.site_url))
-    if args.output is not None:
-        try:
-            write_text_atomic(args.output, text)
-        except OSError as exc:
-            msg = f"--output {args.output}: cannot be written ({exc.strerror}); use a writable path"
-            raise UsageError(msg) from None
+        print(terminal_safe(f"reportgen: warning: environment.{w.field} differs: {_show(w.base)} (base) "
+                            f"vs {_show(w.head)} (head)"), file=sys.stderr)
+    text = (comparison_json(comparison, request.site_url) if request.output_format is OutputFormat.JSON
+            else render_markdown(comparison, request.site_url))
+    if request.output is not None:
+        write_output(request.output, text)
     else:
-        sys.stdout.write(text)
-    if args.fail_on_regression and comparison.regressions:
+        sys.stdout.write(terminal_safe(text, keep_newlines=True))
+    if request.fail_on_regression and comparison.regressions:
         return ExitCode.REGRESSION
     return ExitCode.OK
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path`` and rename it into place."""
+def write_output(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``: a new file or a regular one, replaced atomically; a symlink is written through.
+
+    A symlink to a regular file (or to a new path) has its target replaced and stays a link; a path that
+    is (or links to) a device, FIFO, socket or folder is refused: nothing there is changed.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be written ({exc.strerror}); use a writable path") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{path}: is {_file_kind(st.st_mode)}, not a regular file; give a new path or a regular file")
+    try:
+        write_text_atomic(target, text, mode=stat.S_IMODE(st.st_mode) if st is not None else None)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be written ({exc.strerror}); use a writable path") from None
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` to a temporary file next to ``path`` and rename it into place (keeping ``mode`` if given)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -24,7 +24,7 @@ def cpu_model() -> str | None:
 
 
 def fingerprint(torch: Any, device_name: str, extras: dict[str, str | None]) -> Environment:
-    """Software and hardware facts of this process, for the report header."""
+    """Software and hardware facts of this process, for the report header; ``extras`` from the device's backend."""
     return Environment(
         hostname=socket.gethostname(),
         platform=platform.platform(),
@@ -34,11 +34,8 @@ def fingerprint(torch: Any, device_name: str, extras: dict[str, str | None]) -> 
         torch_version=str(torch.__version__),
         torch_threads=int(torch.get_num_threads()),
         device_name=device_name,
-        cuda_version=extras.get("cuda_version"),
-        driver_version=extras.get("driver_version"),
-        torch_neuronx_version=extras.get("torch_neuronx_version"),
-        neuronx_cc_version=extras.get("neuronx_cc_version"),
         load_average_1m=_load_average(),
+        device_extras={name: value for name, value in extras.items() if value is not None},
     )
 
 

@@ -4,9 +4,10 @@ Accepted inputs (docs/importing.md):
 
 - one Chrome/Kineto trace file, ``.json`` or ``.json.gz``;
 - a folder of trace files (one per rank or per variant): each file becomes a variant;
-- a TorchNeuron ``profile_output/`` folder (``<instance>_pid_<pid>/<timestamp>/trace.json`` with
-  ``.neff``/``.ntff``/``.pb`` beside it): each ``trace.json`` becomes a variant and the Neuron
-  files are kept as downloadable artifacts.
+- a device profiler's output folder, as a device module declares it (``reportgen.devices``; today
+  TorchNeuron's ``profile_output/``: ``<instance>_pid_<pid>/<timestamp>/trace.json`` with
+  ``.neff``/``.ntff``/``.pb`` beside it): each trace becomes a variant and the device files are
+  kept as downloadable artifacts.
 
 Stages, in order: find the inputs; read and check every trace (each is copied, gzip-compressed,
 into a hidden staging folder in the same pass); build the Run; only then write the bundle with
@@ -15,29 +16,36 @@ into a hidden staging folder in the same pass); build the Run; only then write t
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import gc
 import gzip
-import json
 import os
 import queue
 import shutil
-import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
-from reportgen import __version__
-from reportgen.bundle import check_label, make_run_id, make_temp_dir, safe_component, write_bundle
+from reportgen import devices
+from reportgen.bundle import (
+    TRACE_SUFFIX,
+    artifact_member,
+    cannot_write,
+    check_store,
+    format_utc,
+    make_temp_dir,
+    new_run,
+    safe_component,
+    trace_member,
+    write_bundle,
+)
+from reportgen.devices.spec import Device, DeviceSummary, ImportLayout
 from reportgen.errors import ExitCode, TraceError
 from reportgen.model import (
-    SCHEMA_VERSION,
     Artifact,
     DeviceKind,
     DevicePeak,
@@ -51,14 +59,11 @@ from reportgen.model import (
     VariantStatus,
 )
 from reportgen.optable import OpTable, build_op_table, per_step
+from reportgen.terminal import terminal_safe
 from reportgen.trace import Trace, max_trace_bytes, read_trace_copying
 
-NEURON_TRACE_GLOB = "*_pid_*/*/trace.json"
-"""TorchNeuron's documented layout: profile_output/<instance-id>_pid_<pid>/<timestamp>/trace.json."""
-NEURON_ARTIFACT_SUFFIXES = (".neff", ".ntff", ".pb")
-NEURON_EXPLORER_NAMES = ("neuron-explorer", "neuron-profile")
-NEURON_EXPLORER_TIMEOUT_S = 300
-SUMMARY_KEYS = ("total_time", "hbm_read_bytes", "hbm_write_bytes", "mbu_estimated_percent")
+MAX_BASE_TIME_NS = 253402300799 * 10**9
+"""9999-12-31T23:59:59Z: a larger baseTimeNanoseconds is not a time (and datetime cannot hold it)."""
 TRACE_GZIP_LEVEL = 3
 """zlib level of the stored trace copy: 2.6x faster than 6 for about 20 % more bytes on Kineto JSON."""
 _TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt")
@@ -69,7 +74,8 @@ class Layout(str, Enum):
 
     FILE = "file"
     FOLDER = "folder"
-    NEURON = "neuron-profile-output"
+    DEVICE_FOLDER = "device-folder"
+    """A device profiler's output folder (``ImportPlan.device`` says whose)."""
 
 
 @dataclass(frozen=True)
@@ -89,15 +95,13 @@ class ImportPlan:
     layout: Layout
     inputs: tuple[TraceInput, ...]
     notes: tuple[str, ...] = ()
+    device: tuple[Device, ImportLayout] | None = None
+    """For a DEVICE_FOLDER: the device and its folder layout."""
 
-
-@dataclass(frozen=True)
-class DeviceSummary:
-    """The neuron-explorer device summary of one variant, or why there is none."""
-
-    figures: dict[str, float]
-    raw_json: bytes | None
-    note: str
+    @property
+    def layout_name(self) -> str:
+        """The layout as stored in the run (``file``, ``folder``, or the device layout's name)."""
+        return self.device[1].name if self.device else self.layout.value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,17 +114,22 @@ def plan_import(path: Path) -> ImportPlan:
         raise TraceError(f"{path}: no such file or folder; pass a trace (.json, .json.gz) or a profile_output/ folder")
     if path.is_file():
         return ImportPlan(path, Layout.FILE, (TraceInput(path, variant_name_for(path)),))
-    neuron = _neuron_trace_files(path)
-    if neuron:
-        inputs = _unique([TraceInput(t, _neuron_variant(path, t), _neuron_artifacts(t.parent)) for t in neuron])
-        skipped = [p.name for t in neuron for p in t.parent.iterdir() if p.is_symlink()]
-        notes = (f"skipped symbolic links in the profile folder: {', '.join(sorted(skipped))}",) if skipped else ()
-        return ImportPlan(path, Layout.NEURON, inputs, notes)
+    if not path.is_dir():  # a FIFO, socket or device: reading it could block forever, listing it fails
+        raise TraceError(f"{path}: is not a regular file or a folder; pass a trace file (.json, .json.gz) or a "
+                         "profile_output/ folder")
+    for device, layout in devices.import_layouts():
+        found = layout.find_traces(path)
+        if found:
+            inputs = _unique([TraceInput(t, _folder_variant(path, t), layout.artifacts(t.parent)) for t in found])
+            skipped = [p.name for t in found for p in t.parent.iterdir() if p.is_symlink()]
+            notes = (f"skipped symbolic links in the profile folder: {', '.join(sorted(skipped))}",) if skipped else ()
+            return ImportPlan(path, Layout.DEVICE_FOLDER, inputs, notes, (device, layout))
     named = sorted(p for p in path.iterdir() if not p.name.startswith(".") and p.name.lower().endswith((".json", ".json.gz")))
     files = [p for p in named if p.is_file() and not p.is_symlink()]  # a link could pull in a file from anywhere
     if not files:
-        raise TraceError(f"{path}: no trace files (*.json, *.json.gz) and no TorchNeuron "
-                         f"{NEURON_TRACE_GLOB} in this folder; pass a trace file or a profile_output/ folder")
+        layouts = " or ".join(layout.description for _, layout in devices.import_layouts())
+        raise TraceError(f"{path}: no trace files (*.json, *.json.gz) and no {layouts} "
+                         "in this folder; pass a trace file or a profile_output/ folder")
     links = [p.name for p in named if p.is_symlink()]
     notes = (f"skipped symbolic links in the folder: {', '.join(links)}",) if links else ()
     return ImportPlan(path, Layout.FOLDER, _unique([TraceInput(p, variant_name_for(p)) for p in files]), notes)
@@ -138,23 +147,10 @@ def variant_name_for(path: Path) -> str:
     return safe_component(name)
 
 
-def _neuron_trace_files(folder: Path) -> list[Path]:
-    found = sorted(folder.glob(NEURON_TRACE_GLOB))
-    if not found and "_pid_" in folder.name:
-        found = sorted(folder.glob("*/trace.json"))
-    if not found and (folder / "trace.json").is_file() and _neuron_artifacts(folder):
-        found = [folder / "trace.json"]
-    return [p for p in found if p.is_file()]
-
-
-def _neuron_variant(root: Path, trace_file: Path) -> str:
+def _folder_variant(root: Path, trace_file: Path) -> str:
+    """A device folder's variant name: the trace's folder path below the root (``pid_1-20260101``)."""
     rel = trace_file.parent.relative_to(root).parts
     return safe_component("-".join(rel) if rel else root.name)
-
-
-def _neuron_artifacts(folder: Path) -> tuple[Path, ...]:
-    return tuple(sorted(p for p in folder.iterdir() if p.suffix.lower() in NEURON_ARTIFACT_SUFFIXES
-                        and p.is_file() and not p.is_symlink()))
 
 
 def _unique(inputs: list[TraceInput]) -> tuple[TraceInput, ...]:
@@ -190,27 +186,31 @@ class _GzipWriter:
             self.blocks.put(block)
 
     def _run(self) -> None:
+        got_end = False
         try:
             with open(self.dest, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
                                                              compresslevel=TRACE_GZIP_LEVEL) as gz:
                 while (block := self.blocks.get()) is not None:
                     gz.write(block)
+                got_end = True  # closing can still fail (a full disk): the end marker is already taken
         except BaseException as exc:  # noqa: BLE001 - reported by close()
             self.error = exc
-            while self.blocks.get() is not None:
+            while not got_end and self.blocks.get() is not None:
                 pass
 
     def close(self) -> None:
         """Finish the file; raise if writing failed."""
         self.blocks.put(None)
         self.thread.join()
+        if isinstance(self.error, OSError):
+            raise cannot_write(self.error, self.dest)
         if self.error is not None:
             raise TraceError(f"{self.dest}: cannot write the trace copy ({self.error})")
 
 
 def read_and_stage(item: TraceInput, staging: Path, limit: int) -> tuple[Trace, Path]:
     """Read one trace and leave a gzip copy of it in ``staging``; the copy is deleted with ``staging``."""
-    dest = staging / f"{item.variant}.pt.trace.json.gz"
+    dest = staging / f"{item.variant}{TRACE_SUFFIX}"
     writer = _GzipWriter(dest)
     try:
         trace = read_trace_copying(item.path, limit, writer)
@@ -236,9 +236,13 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     """Import ``request.path`` into ``store`` as one new run bundle; returns the bundle folder."""
     plan = plan_import(request.path)
     limit = max_trace_bytes()
+    check_store(store)
     store_existed = store.exists()
-    store.mkdir(parents=True, exist_ok=True)
-    staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
+    except OSError as exc:
+        raise cannot_write(exc, store) from None
     try:
         staged: list[tuple[TraceInput, Trace, Path, OpTable]] = []
         for item in plan.inputs:
@@ -248,8 +252,8 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
             # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
             staged.append((item, dataclasses.replace(trace, events=()), copy, table))
             del trace
-        summaries = {item.variant: neuron_device_summary(item.artifacts) for item in plan.inputs
-                     if plan.layout is Layout.NEURON}
+        summarize = plan.device[1].summarize if plan.device else None
+        summaries = {item.variant: summarize(item.artifacts) for item in plan.inputs} if summarize else {}
         run, files = build_run(plan, staged, summaries, request, now or datetime.now(timezone.utc))
         return write_bundle(store, run, files)
     finally:
@@ -265,41 +269,34 @@ def build_run(plan: ImportPlan, staged: list[tuple[TraceInput, Trace, Path, OpTa
     device, device_notes = _device_kind(plan, [t for _, t, _, _ in staged], request.device)
     files: dict[str, Path | bytes] = {}
     variants = []
-    notes = [f"imported from {plan.source} ({plan.layout.value}, {len(staged)} trace file(s)) by reportgen import",
+    notes = [f"imported from {plan.source} ({plan.layout_name}, {len(staged)} trace file(s)) by reportgen import",
              "not recorded in a trace, so shown as 'unknown': host name, platform, Python, CPU model, git revision",
              *plan.notes, *device_notes]
     for item, trace, copy, table in staged:
-        trace_rel = f"traces/{item.variant}.pt.trace.json.gz"
+        trace_rel = trace_member(item.variant)
         files[trace_rel] = copy
         artifacts = []
         for art in item.artifacts:
-            rel = f"artifacts/{item.variant}/{safe_component(art.name)}"
+            rel = artifact_member(item.variant, art.name)
             files[rel] = art
             artifacts.append(Artifact(rel, art.suffix.lstrip(".").lower(), art.stat().st_size))
         summary = summaries.get(item.variant)
         if summary is not None and summary.raw_json is not None:
-            rel = f"artifacts/{item.variant}/device-summary.json"
+            rel = artifact_member(item.variant, "device-summary.json")
             files[rel] = summary.raw_json
             artifacts.append(Artifact(rel, "device-summary", len(summary.raw_json)))
         variants.append(variant_result(item, trace, table, trace_rel, tuple(artifacts)))
         notes.extend(_trace_notes(item, trace, table, summary))
     first = staged[0][1]
-    run_id = make_run_id(now, device.value, request.label, f"{plan.source}|{os.getpid()}|{now.timestamp()}")
-    run = Run(
-        schema_version=SCHEMA_VERSION,
-        run_id=run_id,
-        created_utc=now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        label=request.label,
-        source=RunSource.IMPORT,
-        reportgen_version=__version__,
-        device=device,
+    run = new_run(
+        now, device, request.label, RunSource.IMPORT, f"{plan.source}|{os.getpid()}|{now.timestamp()}",
         git=GitInfo(None, None),
         environment=Environment(hostname="unknown", platform="unknown", python_version="unknown",
                                 cpu_model="unknown", cpu_count=0,
                                 device_name=first.device_names[0] if first.device_names else None,
-                                cuda_version=_cuda_version(first.cuda_runtime_version)),
+                                device_extras=devices.extras_from_trace(first)),
         peak=DevicePeak(None, None, "not known for imported traces"),
-        scenario=ScenarioInfo("import", plan.source.name, {"source": plan.source.name, "layout": plan.layout.value,
+        scenario=ScenarioInfo("import", plan.source.name, {"source": plan.source.name, "layout": plan.layout_name,
                                                            "traces": str(len(staged))}),
         variants=tuple(variants),
         settings=None,
@@ -357,6 +354,9 @@ def _trace_notes(item: TraceInput, trace: Trace, table: OpTable, summary: Device
                      "they are one row of their own")
     if trace.rank is not None:
         notes.append(f"{item.variant}: rank {trace.rank} of {trace.world_size}")
+    if trace.base_time_ns is not None and 0 < trace.base_time_ns < MAX_BASE_TIME_NS:
+        captured = format_utc(datetime.fromtimestamp(trace.base_time_ns // 10**9, timezone.utc))
+        notes.append(f"{item.variant}: captured at {captured} (the trace's baseTimeNanoseconds)")
     if item.artifacts:
         names = ", ".join(a.name for a in item.artifacts)
         notes.append(f"{item.variant}: Neuron files kept as artifacts: {names}")
@@ -370,8 +370,9 @@ def _device_kind(plan: ImportPlan, traces: list[Trace], override: str) -> tuple[
     if override and override != "auto":
         return DeviceKind(override), [f"device set by --device {override}"]
     hints = {t.device_kind_hint for t in traces}
-    if plan.layout is Layout.NEURON:
-        return DeviceKind.NEURON, ["device is neuron: the folder has TorchNeuron's profile_output layout"]
+    if plan.device is not None:
+        device, layout = plan.device
+        return device.kind, [f"device is {device.kind.value}: the folder has the {layout.description} layout"]
     if len(hints) == 1 and (hint := hints.pop()) in {k.value for k in DeviceKind}:
         return DeviceKind(hint), [f"device {hint} inferred from the trace contents (override with --device)"]
     return DeviceKind.UNKNOWN, [f"the traces disagree on the device ({', '.join(sorted(hints))}); "
@@ -390,10 +391,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _cuda_version(runtime: int | None) -> str | None:
-    return f"{runtime // 1000}.{runtime % 1000 // 10}" if runtime else None
-
-
 def _remove_if_empty(folder: Path) -> None:
     try:
         folder.rmdir()
@@ -402,69 +399,12 @@ def _remove_if_empty(folder: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# neuron-explorer: the device summary, where the tool is installed.
-
-
-def neuron_device_summary(artifacts: tuple[Path, ...],
-                          which: Callable[[str], str | None] = shutil.which) -> DeviceSummary:
-    """Run ``neuron-explorer view --output-format summary-json`` on the first .neff/.ntff pair, if possible."""
-    neff = next((a for a in artifacts if a.suffix.lower() == ".neff"), None)
-    ntff = next((a for a in artifacts if a.suffix.lower() == ".ntff"), None)
-    exe = next(((n, p) for n in NEURON_EXPLORER_NAMES if (p := which(n))), None)
-    if exe is None:
-        return DeviceSummary({}, None, "neuron-explorer (or neuron-profile) is not installed, so there is no "
-                                       "device summary (HBM bytes, bandwidth use); install the Neuron tools and "
-                                       "re-import to get one")
-    if neff is None or ntff is None:
-        return DeviceSummary({}, None, f"{exe[0]} is installed but the folder lacks a .neff and .ntff pair: "
-                                       "no device summary")
-    fmt = "summary-json" if exe[0] == "neuron-explorer" else "json"
-    cmd = [exe[1], "view", "--output-format", fmt, "-n", str(neff), "-s", str(ntff)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=NEURON_EXPLORER_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return DeviceSummary({}, None, f"{exe[0]} could not run ({type(exc).__name__}): no device summary")
-    if proc.returncode != 0:
-        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:200]
-        return DeviceSummary({}, None, f"{exe[0]} failed (exit {proc.returncode}: {err}): no device summary")
-    try:
-        data = json.loads(proc.stdout)
-    except (ValueError, RecursionError):
-        return DeviceSummary({}, None, f"{exe[0]} printed no JSON summary: no device summary")
-    figures = {k: float(v) for k in SUMMARY_KEYS if (v := _find_key(data, k)) is not None}
-    return DeviceSummary(figures, proc.stdout, f"device summary from {exe[0]} ({ntff.name}): "
-                         + (", ".join(f"{k} {v:g}" for k, v in figures.items()) or "none of "
-                            + ", ".join(SUMMARY_KEYS) + " found (its schema may have changed)"))
-
-
-def _find_key(data: Any, key: str, depth: int = 0) -> float | None:
-    """The first numeric value under ``key`` anywhere in ``data`` (the summary schema varies by SDK)."""
-    if depth > 20:
-        return None
-    if isinstance(data, dict):
-        value = data.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        items = list(data.values())
-    elif isinstance(data, list):
-        items = data
-    else:
-        return None
-    for child in items:
-        found = _find_key(child, key, depth + 1)
-        if found is not None:
-            return found
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
 # The CLI edge.
 
 
-def run_import_command(args: argparse.Namespace, store: Path) -> int:
-    """``reportgen import PATH [--label L] [--device D]``: print the new run id and its folder."""
-    check_label(args.label or "")
-    folder = import_run(ImportRequest(Path(args.path), args.label or "", args.device or "auto"), store)
-    print(f"imported run {folder.name}")
-    print(str(folder))
+def run_import_command(request: ImportRequest, store: Path) -> int:
+    """``reportgen import``: import ``request`` into ``store``, print the new run id and its folder."""
+    folder = import_run(request, store)
+    print(f"imported run {terminal_safe(folder.name)}")
+    print(terminal_safe(folder))
     return int(ExitCode.OK)

@@ -1,6 +1,6 @@
 """Measuring one variant with torch: cold first call, correctness, timing samples, profiler capture.
 
-Imported only by ``reportgen profile``; it is the one place besides the backends and
+Imported only by ``reportgen profile``; it is the one place besides the device backends and
 scenarios that touches torch.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportgen.backends.base import Backend
+from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.model import Correctness, OpRow, VariantResult, VariantStatus
 from reportgen.scenario import Tolerance, Variant, where_in_scenario
@@ -109,7 +109,7 @@ def measure_variant(backend: Backend, variant: Variant, inputs: VariantInputs, s
         return _measure(backend, variant, inputs, settings, work_dir, progress, base)
     except DeviceUnavailable:
         raise
-    except Exception as exc:  # a variant's failure (compile error, OOM, ...) must not stop the others
+    except (Exception, SystemExit) as exc:  # a variant's failure (compile error, OOM, sys.exit) must not stop the others
         error = _one_line(exc, inputs.source_file)
         progress(f"{variant.name}: FAILED: {error}")
         return VariantOutcome(dataclasses.replace(base, error=error))
@@ -368,8 +368,7 @@ def _one_line(exc: BaseException, source_file: str = "") -> str:
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 3] + "..."
     frames = traceback.extract_tb(exc.__traceback__)
-    if source_file:
-        where = f" (at {where_in_scenario(exc, source_file)})" if frames else ""
-    else:
-        where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-    return text + where
+    inside = where_in_scenario(exc, source_file) if source_file else None
+    if inside is not None:
+        return f"{text} (at {inside})"
+    return text + (f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else "")

@@ -6,15 +6,17 @@ Times are microseconds (``*_us``), sizes bytes (``*_bytes``), rates per second.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 
-SCHEMA_VERSION = 1
-"""Version of ``run.json``. Bump on any incompatible change; the loader refuses newer ones."""
+SCHEMA_VERSION = 2
+"""Version of ``run.json``. Bump on any incompatible change and add the step to ``reportgen.migrations``:
+the loader upgrades older bundles in memory and refuses newer ones. 2: device-specific environment
+fields moved into ``Environment.device_extras``."""
 
 
 class DeviceKind(str, Enum):
-    """Where a run executed."""
+    """Where a run executed: the names of the devices in ``reportgen.devices`` (one module each)."""
 
     CPU = "cpu"
     CUDA = "cuda"
@@ -115,12 +117,26 @@ class Environment:
     torch_version: str | None = None
     torch_threads: int | None = None
     device_name: str | None = None
-    cuda_version: str | None = None
-    driver_version: str | None = None
-    torch_neuronx_version: str | None = None
-    neuronx_cc_version: str | None = None
     load_average_1m: float | None = None  # host load when profiling began: other work skews timings
     machine: str | None = None  # the user's name for the machine (--machine): history and comparisons key on it
+    device_extras: dict[str, str] = field(default_factory=dict)
+    """Device-specific facts (``cuda_version``, ``neuronx_cc_version`` ...): each device module declares its own."""
+
+    def field_text(self, name: str) -> str | None:
+        """A common field or a device extra by name, as text (None when the run has neither)."""
+        if name in self.device_extras:
+            return self.device_extras[name]
+        common = {f.name for f in fields(self)} - {"device_extras"}
+        value = getattr(self, name) if name in common else None
+        return None if value is None else str(value)
+
+    def labelled_extras(self) -> tuple[tuple[str, str], ...]:
+        """(label, value) of each device extra, in the order the device registry declares them, for display."""
+        from reportgen.devices import environment_fields, extra_label  # the registry imports this module
+
+        order = {f.name: i for i, f in enumerate(environment_fields())}
+        names = sorted(self.device_extras, key=lambda n: (order.get(n, len(order)), n))
+        return tuple((extra_label(n), self.device_extras[n]) for n in names)
 
 
 @dataclass(frozen=True)
@@ -147,6 +163,7 @@ class ScenarioInfo:
     name: str
     description: str
     parameters: dict[str, str] = field(default_factory=dict)
+    baseline: str | None = None  # the variant speedups are measured against; None: the first timed variant
 
 
 @dataclass(frozen=True)

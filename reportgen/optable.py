@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reportgen.devices.lanes import Lane
 from reportgen.model import OpRow
-from reportgen.trace import Lane, Trace, TraceEvent, is_device_work, profiler_steps
+from reportgen.trace import Trace, TraceEvent, is_device_work, profiler_steps
 
 NEST_EPS_US = 0.01
 """Slack when testing containment: float ``ts + dur`` at 1e12 µs is only exact to ~0.5 ns."""

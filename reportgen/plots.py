@@ -25,9 +25,11 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from PIL import Image
 
-from reportgen.analysis import LANE_TITLES, HistoryGroup, LaneKind, TimelineLayout, VariantView
+from reportgen.analysis import LANE_TITLES, HistoryGroup, TimelineLayout, VariantView
+from reportgen.devices.lanes import Lane
 from reportgen.render import render_html
 
 DPI = 100
@@ -38,10 +40,10 @@ LOG_SPAN = 20.0
 """History charts switch to a log time axis when the medians span more than this factor."""
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
 LANE_COLOURS = {
-    LaneKind.FRAMEWORK: "#4C72B0",
-    LaneKind.RUNTIME: "#DD8452",
-    LaneKind.DEVICE: "#55A868",
-    LaneKind.OTHER: "#8C8C8C",
+    Lane.FRAMEWORK: "#4C72B0",
+    Lane.RUNTIME: "#DD8452",
+    Lane.DEVICE: "#55A868",
+    Lane.OTHER: "#8C8C8C",
 }
 _RC: dict[str, Any] = {
     "font.family": "sans-serif",
@@ -275,7 +277,7 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
         ax_time.set_title(group.title, fontsize=10, loc="left")
         if with_gain:
             ax_gain.set_ylabel("speedup vs baseline (×)")
-            ax_gain.set_title("speedup over the baseline (naive, or the first variant)", fontsize=8, loc="left")
+            ax_gain.set_title("speedup over each run's baseline variant", fontsize=8, loc="left")
             ax_gain.axhline(1.0, color="#999999", lw=0.8, ls="--")
             ax_gain.set_ylim(bottom=0)
         n_runs = len(group.run_ids)
@@ -293,8 +295,25 @@ def _time_scale(ax: Axes, medians_us: list[float]) -> None:
     if positive and max(positive) / min(positive) > LOG_SPAN:
         ax.set_yscale("log")
         ax.set_ylabel("median µs per call (log scale)")
+        # matplotlib's log labels are mathtext ($\mathdefault{10^{4}}$), which text.parse_math=False prints
+        # raw (and their width pushed the axis label off the figure): plain numbers instead.
+        ax.yaxis.set_major_formatter(FuncFormatter(_log_tick))
+        ax.yaxis.set_minor_locator(LogLocator(base=10.0, subs=(2.0, 5.0)))
+        decades = math.log10(max(positive) / min(positive))
+        ax.yaxis.set_minor_formatter(FuncFormatter(_log_tick) if decades <= MINOR_LABEL_DECADES else NullFormatter())
     else:
         ax.set_ylim(bottom=0)
+
+
+MINOR_LABEL_DECADES = 2.0
+"""A log time axis spanning at most this many decades also labels its 2× and 5× ticks."""
+
+
+def _log_tick(value: float, _pos: object = None) -> str:
+    """A log-axis tick as plain text: 10,000 / 20 / 0.5 / 0.002."""
+    if value >= 1:
+        return f"{value:,.0f}"
+    return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
 
 
 def _short_time(created_utc: str) -> str:
@@ -381,12 +400,13 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
         label_end: dict[int, float] = {}
         min_width = layout.window_us * 0.0015
         boxes, colours = [], []
-        for bar in layout.bars:
-            y = row_of[(bar.lane, bar.depth)]
+        drawn, note = timeline_bars(layout, row_of)
+        for bar in drawn:
+            y = bar.row
             x0, x1 = bar.start_us, bar.start_us + max(bar.duration_us, min_width)
             boxes.append([(x0, y - 0.4), (x0, y + 0.4), (x1, y + 0.4), (x1, y - 0.4)])
             colours.append(LANE_COLOURS[bar.lane])
-            if not bar.folded and bar.start_us >= label_end.get(y, -1.0):
+            if bar.name is not None and bar.start_us >= label_end.get(y, -1.0):
                 if _label_bar(ax, bar.name, bar.start_us, bar.duration_us, y, layout.window_us, TIMELINE_WIDTH_IN):
                     label_end[y] = bar.start_us + bar.duration_us
         # One collection for all bars: one artist to draw instead of one per bar.
@@ -397,7 +417,8 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
         _time_axis(tf, layout.window_us)
         for y, (lane, depth) in enumerate(rows):
             ax.text(0, y, _row_label(lane, depth), transform=tf.y_labels, ha="right", va="center", fontsize=8)
-        tf.xlabel.set_text(svg_text(f"time since the start of {layout.step_name or 'the trace'} (µs)"))
+        xlabel = f"time since the start of {layout.step_name or 'the trace'} (µs)"
+        tf.xlabel.set_text(svg_text(f"{xlabel} · {note}" if note else xlabel))
         tf.title.set_text(svg_text(title))
         if not layout.bars:
             ax.text(0.5, 0.5, "no events in this window", transform=ax.transAxes, ha="center", va="center")
@@ -405,6 +426,56 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
             # The viewer draws SVG text with its own fonts (CJK included): DejaVu Sans lacking a glyph is moot.
             warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
             tf.fig.savefig(path, format="svg", metadata=SVG_METADATA)
+
+
+MAX_TIMELINE_BARS = 2000
+"""A timeline with more bars than this merges runs of bars narrower than a pixel (and says so on the chart):
+a million-event trace would otherwise draw a million rectangles (a 62 MB SVG)."""
+TIMELINE_PLOT_PX = TIMELINE_WIDTH_IN * DPI * 0.8
+"""About how many pixels wide the timeline's plot area is."""
+
+
+@dataclass(frozen=True)
+class DrawnBar:
+    """A bar as drawn: its row, lane, span, and the name to label it with (None: folded or merged, unlabelled)."""
+
+    row: int
+    lane: Lane
+    start_us: float
+    duration_us: float
+    name: str | None
+
+
+def timeline_bars(layout: TimelineLayout, row_of: dict[tuple[Lane, int], int],
+                  max_bars: int = MAX_TIMELINE_BARS) -> tuple[list[DrawnBar], str]:
+    """The bars to draw and a note for the chart ('' when every event is drawn as its own bar).
+
+    Up to ``max_bars`` bars are drawn as they are. Beyond, in each row, neighbouring bars narrower
+    than a pixel (less than a pixel apart) become one unlabelled bar; if that still leaves more than
+    ``max_bars``, the widest are drawn and the rest left out, and the note says how many.
+    """
+    bars = [DrawnBar(row_of[(b.lane, b.depth)], b.lane, b.start_us, b.duration_us, None if b.folded else b.name)
+            for b in layout.bars]
+    if len(bars) <= max_bars or not layout.window_us > 0:
+        return bars, ""
+    pixel_us = layout.window_us / TIMELINE_PLOT_PX
+    merged: list[DrawnBar] = []
+    for bar in sorted(bars, key=lambda b: (b.row, b.start_us)):
+        last = merged[-1] if merged else None
+        narrow = bar.duration_us < pixel_us
+        if (last is not None and narrow and last.name is None and last.row == bar.row
+                and last.lane == bar.lane and bar.start_us - (last.start_us + last.duration_us) < pixel_us):
+            end = max(last.start_us + last.duration_us, bar.start_us + bar.duration_us)
+            merged[-1] = DrawnBar(last.row, last.lane, last.start_us, end - last.start_us, None)
+        else:
+            merged.append(bar if not narrow else DrawnBar(bar.row, bar.lane, bar.start_us, bar.duration_us, None))
+    note = f"{len(bars):,} events drawn as {len(merged):,} bars (runs of bars narrower than a pixel merged)"
+    if len(merged) > max_bars:
+        left_out = len(merged) - max_bars
+        merged = sorted(sorted(merged, key=lambda b: -b.duration_us)[:max_bars], key=lambda b: (b.row, b.start_us))
+        note = (f"{len(bars):,} events: the {max_bars:,} widest bars drawn, {left_out:,} narrower ones left out "
+                "(runs of bars narrower than a pixel merged)")
+    return merged, note
 
 
 def _time_axis(tf: _TimelineFigure, window_us: float) -> None:
@@ -416,7 +487,7 @@ def _time_axis(tf: _TimelineFigure, window_us: float) -> None:
         tf.ax.text(t, 0, f"{t:,.{decimals}f}", transform=tf.x_labels, ha="center", va="top")
 
 
-def _lane_bands(ax: Axes, rows: list[tuple[LaneKind, int]]) -> None:
+def _lane_bands(ax: Axes, rows: list[tuple[Lane, int]]) -> None:
     """Shade every other lane so nested rows read as one lane."""
     lanes = [lane for lane, _ in rows]
     for i, lane in enumerate(dict.fromkeys(lanes)):
@@ -425,11 +496,11 @@ def _lane_bands(ax: Axes, rows: list[tuple[LaneKind, int]]) -> None:
             ax.axhspan(first - 0.5, last + 0.5, color="#f3f4f6", zorder=0)
 
 
-def _lane_rows(layout: TimelineLayout) -> list[tuple[LaneKind, int]]:
+def _lane_rows(layout: TimelineLayout) -> list[tuple[Lane, int]]:
     return [(lane, d) for lane, depth in layout.lane_depths for d in range(depth)]
 
 
-def _row_label(lane: LaneKind, depth: int) -> str:
+def _row_label(lane: Lane, depth: int) -> str:
     return LANE_TITLES[lane] if depth == 0 else f"↳ depth {depth}"
 
 

@@ -6,39 +6,43 @@ inputs and the reference -> measure each variant -> write the bundle atomically 
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import dataclasses
 import gzip
 import os
 import secrets
+import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from reportgen import __version__
-from reportgen.backends import import_torch, select_backend
-from reportgen.backends.base import Backend, artifact_for
-from reportgen.bundle import TMP_PREFIX, check_label, make_run_id, safe_component, write_bundle
-from reportgen.config import Config, load_config
-from reportgen.environment import fingerprint, git_info
-from reportgen.errors import ExitCode, ScenarioError, UsageError
-from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
-from reportgen.model import (
-    SCHEMA_VERSION,
-    MeasureSettings,
-    Run,
-    RunSource,
-    ScenarioInfo,
-    VariantStatus,
+from reportgen.analysis import baseline_name
+from reportgen.bundle import (
+    TMP_PREFIX,
+    StoreWriteError,
+    artifact_member,
+    cannot_write,
+    make_temp_dir,
+    new_run,
+    remove_stale_temp_dirs,
+    safe_component,
+    trace_member,
+    write_bundle,
 )
-from reportgen.scenario import Scenario, call_scenario, load_scenario, parse_dtype, parse_shape
+from reportgen.devices import select_backend
+from reportgen.devices.backend import Backend, artifact_for
+from reportgen.environment import fingerprint, git_info
+from reportgen.errors import BundleError, ExitCode
+from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
+from reportgen.model import MeasureSettings, Run, RunSource, ScenarioInfo, VariantStatus
+from reportgen.scenario import Scenario, call_scenario
 from reportgen.stats import summarize
+from reportgen.terminal import terminal_safe
 
 
 @dataclass(frozen=True)
@@ -59,49 +63,7 @@ class ProfileRequest:
     params: dict[str, Any] = field(default_factory=dict)
     """The scenario's declared parameters, typed (``--param``, then config ``params``, then declared defaults)."""
     machine: str | None = None
-    baseline: str | None = None
-    """``--baseline``/config override of the scenario's declared baseline (validated to be one of its variants)."""
-
-    @staticmethod
-    def from_cli(args: argparse.Namespace, store: Path, config: Config | None = None,
-                 scenario_ref: str | None = None) -> ProfileRequest:
-        """Validate every argument before profiling starts; errors name the flag and the fix."""
-        import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
-        config = config or load_config(flags={"store": store})
-        ref = scenario_ref or (args.scenario[0] if isinstance(args.scenario, list) else args.scenario) or "rmsnorm"
-        scenario = load_scenario(ref, config_sources=config.scenarios, project_root=config.root)
-        params = scenario.resolve_params(getattr(args, "param_values", None) or {}, config.params)
-        baseline = config.baseline
-        if baseline is not None and baseline not in scenario.variant_names():
-            if config.origin("baseline").startswith("flag"):
-                raise ScenarioError(f"--baseline {baseline}: scenario {scenario.name!r} has no such variant; "
-                                    f"choose one of {', '.join(scenario.variant_names())}")
-            baseline = None  # a config-wide baseline another scenario has
-        shape = parse_shape(args.shape) if args.shape else scenario.default_shape
-        dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype
-        if dtype not in scenario.tolerances:
-            raise ScenarioError(f"--dtype {dtype}: scenario {scenario.name!r} declares no tolerance for it; "
-                                f"use one of {', '.join(sorted(scenario.tolerances))} or add it to the scenario")
-        names = scenario.variant_names()
-        chosen = tuple(x.strip() for x in args.variants.split(",")) if args.variants else tuple(names)
-        unknown = [x for x in chosen if x not in names]
-        if unknown or not chosen:
-            raise ScenarioError(f"--variants {args.variants!r}: unknown {unknown}; scenario "
-                                f"{scenario.name!r} has {', '.join(names)}")
-        _check_positive("--samples", args.samples, minimum=2)
-        _check_positive("--warmup", args.warmup, minimum=0)
-        _check_positive("--threads", args.threads, minimum=1)
-        check_label(args.label)
-        settings = MeasureSettingsIn(samples=args.samples or 50,
-                                     warmup=3 if args.warmup is None else args.warmup)
-        return ProfileRequest(config.device if getattr(args, "device", None) is None else args.device, scenario,
-                              shape, dtype, args.seed, args.label, chosen, settings, args.threads, store, args.quiet,
-                              params, config.machine, baseline)
-
-
-def _check_positive(flag: str, value: int | None, minimum: int) -> None:
-    if value is not None and value < minimum:
-        raise UsageError(f"{flag} {value}: must be at least {minimum}")
+    """The user's name for the machine (recorded in the run's environment); None: unnamed."""
 
 
 class ProgressPrinter:
@@ -131,7 +93,8 @@ class ProgressPrinter:
     def __call__(self, message: str) -> None:
         if not self.quiet:
             where = f"[{self.index}/{self.total}] " if self.index else ""
-            print(f"{time.monotonic() - self.t0:6.1f}s {self.bar()}{where}{message}", file=self.stream, flush=True)
+            print(f"{time.monotonic() - self.t0:6.1f}s {self.bar()}{where}{terminal_safe(message)}",
+                  file=self.stream, flush=True)
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -141,7 +104,7 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-@contextmanager
+@contextlib.contextmanager
 def captured_output(log_path: Path) -> Iterator[TextIO]:
     """Send file descriptors 1 and 2 (C++ libraries such as Kineto included) to ``log_path``; yield a stream
     on the original stderr for reportgen's own progress lines. Everything is restored on exit."""
@@ -175,8 +138,8 @@ def run_profile(request: ProfileRequest) -> int:
     if request.threads:
         torch.set_num_threads(request.threads)
     created = datetime.now(timezone.utc).replace(microsecond=0)
-    with tempfile.TemporaryDirectory(prefix=TMP_PREFIX + "work-") as work:
-        log = Path(work) / LOG_FILE
+    with _work_folder() as work:
+        log = work / LOG_FILE
         with captured_output(log) as terminal:
             progress = ProgressPrinter(len(request.variants), request.quiet, terminal)
             params = ", ".join(f"{k}={v}" for k, v in request.params.items())
@@ -185,14 +148,48 @@ def run_profile(request: ProfileRequest) -> int:
                      + (f", machine {request.machine}" if request.machine else ""))
             progress("measuring the bandwidth ceiling")
             peak = backend.measure_peak()
-            outcomes = _measure_all(request, backend, Path(work), progress)
+            outcomes = _measure_all(request, backend, work, progress)
         run = _assemble(request, backend, peak, created, outcomes, torch)
         files = _bundle_files(outcomes)
         if log.stat().st_size:
             files[LOG_FILE] = log.read_bytes()
-        folder = write_bundle(request.store, _with_artifacts(run, outcomes, files), files)
+        folder = _store_or_keep(request.store, _with_artifacts(run, outcomes, files), files)
     _print_summary(run, folder)
     return ExitCode.OK if run.ok else ExitCode.VARIANT_FAILED
+
+
+WORK_PREFIX = TMP_PREFIX + "work-"
+UNSAVED_FOLDER = "reportgen-unsaved-runs"
+
+
+@contextlib.contextmanager
+def _work_folder() -> Iterator[Path]:
+    """A folder for raw traces in the system temp folder, named for this process; a killed profile's is removed."""
+    tmp = Path(tempfile.gettempdir())
+    try:
+        remove_stale_temp_dirs(tmp, WORK_PREFIX)
+        work = make_temp_dir(tmp, "profile", WORK_PREFIX)
+    except OSError as exc:
+        raise cannot_write(exc, tmp) from None
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _store_or_keep(store: Path, run: Run, files: dict[str, Path | bytes]) -> Path:
+    """Write the bundle to the store; if the store cannot be written, keep the measurement elsewhere and say where."""
+    try:
+        return write_bundle(store, run, files)
+    except StoreWriteError as exc:
+        fallback = Path(tempfile.gettempdir()) / UNSAVED_FOLDER
+        try:
+            kept = write_bundle(fallback, run, files)
+        except StoreWriteError as again:
+            raise StoreWriteError(exc.path, f"{exc.reason}; saving the run to {fallback} failed too "
+                                            f"({again.reason}), so the measurement is lost") from None
+        raise BundleError(f"{exc.path}: cannot write ({exc.reason}); the run was saved to {kept} instead: "
+                          "move that folder into the store when there is room") from None
 
 
 def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress: ProgressPrinter
@@ -203,14 +200,15 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
 
     sc = request.scenario
     dtype = getattr(torch, request.dtype)
-    args = call_scenario(sc, "make_inputs", sc.make, request.shape, dtype, request.seed, backend.torch_device(),
-                         request.params)
-    reference = call_scenario(sc, "reference", sc.reference, *clone_args(args))
+    src = sc.source_file
+    args = call_scenario(sc.make, "make_inputs", request.shape, dtype, request.seed, backend.torch_device(),
+                         request.params, source_file=src)
+    reference = call_scenario(sc.reference, "reference", *clone_args(args), source_file=src)
     itemsize = torch.empty((), dtype=dtype).element_size()
     inputs = VariantInputs(args, reference, sc.tolerances[request.dtype],
-                           call_scenario(sc, "bytes_per_call", sc.bytes_per_call, request.shape, itemsize),
-                           call_scenario(sc, "flops_per_call", sc.flops_per_call, request.shape),
-                           sc.source_file)
+                           call_scenario(sc.bytes_per_call, "bytes_per_call", request.shape, itemsize, source_file=src),
+                           call_scenario(sc.flops_per_call, "flops_per_call", request.shape, source_file=src),
+                           src)
     outcomes = []
     for variant in sc.variants:
         if variant.name not in request.variants:
@@ -223,23 +221,17 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
 
 def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: datetime,
               outcomes: list[VariantOutcome], torch: Any) -> Run:
-    created_utc = created.strftime("%Y-%m-%dT%H:%M:%SZ")
     s = request.settings
-    return Run(
-        schema_version=SCHEMA_VERSION,
-        run_id=make_run_id(created, backend.kind.value, request.label, secrets.token_hex(4)),
-        created_utc=created_utc,
-        label=request.label,
-        source=RunSource.PROFILE,
-        reportgen_version=__version__,
-        device=backend.kind,
+    return new_run(
+        created, backend.kind, request.label, RunSource.PROFILE, secrets.token_hex(4),
         git=git_info(),
         environment=dataclasses.replace(fingerprint(torch, backend.device_name(), backend.environment_extras()),
                                         machine=request.machine),
         peak=peak,
         scenario=ScenarioInfo(request.scenario.name, request.scenario.description, {
             "shape": ",".join(str(d) for d in request.shape), "dtype": request.dtype, "seed": str(request.seed),
-            **{p.name: p.show(request.params[p.name]) for p in request.scenario.params}}),
+            **{p.name: p.show(request.params[p.name]) for p in request.scenario.params}},
+            baseline=request.scenario.baseline_among(request.variants)),
         variants=tuple(o.result for o in outcomes),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=s.samples, calls_per_sample=s.calls_per_sample or 0,
                                  profile_wait=s.profile_wait, profile_warmup=s.profile_warmup,
@@ -251,36 +243,39 @@ def _bundle_files(outcomes: list[VariantOutcome]) -> dict[str, Path | bytes]:
     """Bundle-relative path -> content: each trace gzip-compressed, device artifacts copied."""
     files: dict[str, Path | bytes] = {}
     for o in outcomes:
-        name = safe_component(o.result.name)
         if o.trace_file is not None:
-            files[f"traces/{name}.pt.trace.json.gz"] = gzip.compress(o.trace_file.read_bytes(), mtime=0)
+            files[trace_member(o.result.name)] = gzip.compress(o.trace_file.read_bytes(), mtime=0)
         for path, _kind in o.artifacts:
-            files[f"artifacts/{name}/{safe_component(path.name)}"] = path
+            files[artifact_member(o.result.name, path.name)] = path
     return files
 
 
 def _with_artifacts(run: Run, outcomes: list[VariantOutcome], files: dict[str, Path | bytes]) -> Run:
     variants = []
     for o in outcomes:
-        name = safe_component(o.result.name)
-        trace_rel = f"traces/{name}.pt.trace.json.gz"
-        arts = tuple(artifact_for(p, f"artifacts/{name}/{safe_component(p.name)}", kind) for p, kind in o.artifacts)
+        trace_rel = trace_member(o.result.name)
+        arts = tuple(artifact_for(p, artifact_member(o.result.name, p.name), kind) for p, kind in o.artifacts)
         variants.append(dataclasses.replace(o.result, trace_path=trace_rel if trace_rel in files else None,
                                             artifacts=arts))
     return dataclasses.replace(run, variants=tuple(variants))
 
 
 def _print_summary(run: Run, folder: Path) -> None:
-    base = run.variant("naive") or (run.variants[0] if run.variants else None)
+    """The run's table on stdout; every string from the scenario or the run through ``terminal_safe``."""
+    base_name = baseline_name(run)
+    base = run.variant(base_name) if base_name else None
     base_summary = summarize(base.samples_us) if base else None
-    print(f"run {run.run_id} ({run.device.value}, {run.scenario.parameters['shape']} {run.scenario.parameters['dtype']})")
+    params = run.scenario.parameters
+    print(terminal_safe(f"run {run.run_id} ({run.device.value}, {params['shape']} {params['dtype']})"))
     for v in run.variants:
         s = summarize(v.samples_us)
+        name = terminal_safe(v.name)
         if v.status is VariantStatus.FAILED or s is None:
-            print(f"  {v.name:<10} FAILED  {v.error}")
+            print(f"  {name:<10} FAILED  {terminal_safe(v.error)}")
             continue
-        speed = f"{base_summary.median_us / s.median_us:5.2f}x vs {base.name}" if base_summary and base else ""
+        speed = (f"{base_summary.median_us / s.median_us:5.2f}x vs {terminal_safe(base.name)}"
+                 if base_summary and base else "")
         mark = "ok" if v.status is VariantStatus.OK else "WRONG RESULT"
-        print(f"  {v.name:<10} {s.median_us:12.1f} us/call  (n={s.n}, p10-p90 {s.p10_us:.1f}-{s.p90_us:.1f})"
+        print(f"  {name:<10} {s.median_us:12.1f} us/call  (n={s.n}, p10-p90 {s.p10_us:.1f}-{s.p90_us:.1f})"
               f"  {speed}  {mark}")
-    print(f"stored in {folder}")
+    print(f"stored in {terminal_safe(folder)}")

@@ -17,9 +17,6 @@ site, so a build cannot swap the folder under it.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
@@ -31,11 +28,9 @@ from pathlib import Path
 from reportgen import __version__
 from reportgen.bundle import is_safe_relpath
 from reportgen.errors import ConflictError, ExitCode, SiteError
-
-MANIFEST = "manifest.json"
-NOJEKYLL = ".nojekyll"
-SITE_TMP_PREFIXES = (".site-tmp-", ".site-old-")
-"""Folders ``reportgen build`` keeps next to the site while it runs (reportgen.site.TMP_PREFIX, OLD_PREFIX)."""
+from reportgen.site.fs import BUILD_PREFIXES, shared_lock
+from reportgen.site.manifest import MANIFEST_FILE, NOJEKYLL, RUN_PAGE, RUNS_DIR, manifest_pages
+from reportgen.terminal import terminal_safe
 
 FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "reportgen",
@@ -74,7 +69,7 @@ def check_site(site: Path) -> list[str]:
     """The site's files as POSIX paths relative to it; SiteError when missing, unbuilt or dirty."""
     if not site.is_dir():
         raise SiteError(f"{site}: no such site folder; run 'reportgen build --out {site}' first")
-    for name in (MANIFEST, NOJEKYLL):
+    for name in (MANIFEST_FILE, NOJEKYLL):
         if not (site / name).is_file():
             raise SiteError(f"{site}: has no {name}, so it is not a site built by reportgen; run 'reportgen build'")
     _check_no_build_in_progress(site)
@@ -86,7 +81,7 @@ def check_site(site: Path) -> list[str]:
 def _check_no_build_in_progress(site: Path) -> None:
     for folder in (site.resolve().parent, site):
         for p in folder.iterdir():
-            if p.name.startswith(SITE_TMP_PREFIXES):
+            if p.name.startswith(BUILD_PREFIXES):
                 raise SiteError(f"{p}: a site build is in progress or was interrupted; wait for it or rebuild "
                                 "the site, then publish")
 
@@ -107,41 +102,23 @@ def _site_files(site: Path) -> Iterator[str]:
 
 
 def _check_manifest(site: Path, files: set[str]) -> None:
-    """Every file and run page the manifest lists must be present."""
-    path = site / MANIFEST
+    """Every run page the manifest lists must be present."""
+    path = site / MANIFEST_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SiteError(f"{path}: cannot be read ({exc}); rebuild the site with 'reportgen build'") from None
     if not isinstance(data, dict):
         raise SiteError(f"{path}: expected a JSON object; rebuild the site with 'reportgen build'")
-    for rel in _manifest_paths(data):
+    for rel in manifest_pages(data):
         if rel not in files:
             raise SiteError(f"{path}: lists {rel!r} but the site has no such file; the site is dirty, "
                             "rebuild it with 'reportgen build'")
 
 
-def _manifest_paths(data: Mapping[str, object]) -> list[str]:
-    """Files a manifest promises: its ``files`` entries and each run's page under ``runs/<id>/``."""
-    out = []
-    for entry in _as_list(data.get("files")):
-        ref = entry.get("path") if isinstance(entry, dict) else entry
-        if isinstance(ref, str):
-            out.append(ref)
-    for entry in _as_list(data.get("runs")):
-        run_id = entry.get("run_id") if isinstance(entry, dict) else entry
-        if isinstance(run_id, str):
-            out.append(f"runs/{run_id}/index.html")
-    return out
-
-
-def _as_list(value: object) -> list[object]:
-    return value if isinstance(value, list) else []
-
-
 def count_runs(files: list[str]) -> int:
     """How many run pages (``runs/<id>/index.html``) the site holds."""
-    return sum(1 for f in files if f.startswith("runs/") and f.count("/") == 2 and f.endswith("/index.html"))
+    return sum(1 for f in files if f.startswith(f"{RUNS_DIR}/") and f.count("/") == 2 and f.endswith(f"/{RUN_PAGE}"))
 
 
 # --- git -------------------------------------------------------------------------------------------
@@ -233,31 +210,13 @@ def _mode(path: Path) -> str:
     return "100755" if os.access(path, os.X_OK) else "100644"
 
 
-@contextlib.contextmanager
-def site_read_lock(site: Path) -> Iterator[None]:
-    """Hold a shared lock on the build's lock file; SiteError while a build holds it exclusively."""
-    lock_path = site.resolve().parent / f".{site.resolve().name}.lock"
-    if not lock_path.exists():
-        yield
-        return
-    with open(lock_path, "rb") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SiteError(f"{site}: a site build is in progress ({lock_path} is locked); wait for it, "
-                            "then publish") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def publish_site(site: Path, repo: Path, branch: str = "gh-pages", remote: str = "origin",
                  push: bool = False) -> PublishResult:
     """Commit ``site`` onto ``branch`` of ``repo``, keeping what the branch holds; push if asked."""
+    _check_remote(remote)
     git = open_repo(repo)
     ref = _check_branch(git, branch)
-    with site_read_lock(site):
+    with shared_lock(site):
         files = check_site(site)
         blobs = _hash_files(git, site, files)
         modes = {f: _mode(site / f) for f in files}
@@ -274,6 +233,13 @@ def publish_site(site: Path, repo: Path, branch: str = "gh-pages", remote: str =
         _move_branch(git, ref, start, parent)  # adopt the remote's branch locally so it can be pushed
     pushed = _push(git, remote, ref) if push else False
     return PublishResult(branch, commit, start, added, updated, len(files) - added - updated, count_runs(files), pushed)
+
+
+def _check_remote(remote: str) -> None:
+    """Refuse a remote that git would read as an option (``--upload-pack=...``) or that is empty."""
+    if not remote or remote.startswith("-") or any(c in remote for c in "\0\n\r"):
+        raise SiteError(f"--remote {remote[:60]!r}: not a remote name or URL (it must not start with '-'); "
+                        "pass the name of a remote, e.g. origin")
 
 
 def base_commit(git: _Git, local: str | None, remote_tip: str | None) -> str | None:
@@ -323,8 +289,19 @@ def _push(git: _Git, remote: str, ref: str) -> bool:
     return True
 
 
-def run_publish_command(args: argparse.Namespace) -> int:
-    """CLI edge: publish and print one line."""
-    result = publish_site(args.site, args.repo, args.branch, args.remote, args.push)
-    print(result.summary())
+@dataclass(frozen=True)
+class PublishRequest:
+    """What to publish where: the built site, the repository, its branch, and whether to push it to ``remote``."""
+
+    site: Path
+    repo: Path
+    branch: str = "gh-pages"
+    remote: str = "origin"
+    push: bool = False
+
+
+def run_publish_command(request: PublishRequest) -> int:
+    """Publish ``request.site`` and print one line."""
+    result = publish_site(request.site, request.repo, request.branch, request.remote, request.push)
+    print(terminal_safe(result.summary()))
     return ExitCode.OK

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reportgen.bundle import load_run, load_store, resolve_run_dir, run_machine
+from reportgen.bundle import load_run, load_store_tolerant, resolve_run_dir, run_machine
 from reportgen.errors import ExitCode, UsageError
 from reportgen.model import Run, VariantStatus
 from reportgen.withdrawn import MAX_REASON_CHARS, Withdrawal, read_withdrawn, write_withdrawn
@@ -60,19 +61,26 @@ def select_runs(runs: list[Run], request: RunsRequest, withdrawn: dict[str, With
 
 
 def print_runs(request: RunsRequest | Path) -> int:
-    """Print the selected runs oldest first, or say that there are none."""
+    """Print the selected runs oldest first, or say that there are none.
+
+    A bundle that does not load is named on stderr (one line each, exit 3); the other runs are still listed.
+    """
     if isinstance(request, Path):
         request = RunsRequest(request)
+    loaded, problems = load_store_tolerant(request.store)
     withdrawn = read_withdrawn(request.store) if request.store.is_dir() else {}
-    runs = select_runs(load_store(request.store), request, withdrawn)
-    if not runs:
+    runs = select_runs(loaded, request, withdrawn)
+    if not runs and not problems:
         which = " matching the filters" if request.scenario or request.machine else ""
         print(f"no runs{which} in {printable(str(request.store))}; make one with 'reportgen profile'")
         return ExitCode.OK
-    print("run_id\ttime_utc\tdevice\tmachine\tscenario\tlabel\tvariants\tstatus")
+    if runs:
+        print("run_id\ttime_utc\tdevice\tmachine\tscenario\tlabel\tvariants\tstatus")
     for run in runs:
         print(run_line(run, withdrawn.get(run.run_id)))
-    return ExitCode.OK
+    for problem in problems:
+        print(f"reportgen: error: {printable(problem.message)}", file=sys.stderr)
+    return ExitCode.BAD_INPUT if problems else ExitCode.OK
 
 
 def withdraw_run(request: RemoveRequest, now: datetime | None = None) -> Withdrawal:

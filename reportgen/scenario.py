@@ -8,19 +8,28 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from reportgen.errors import ScenarioError
+from reportgen.errors import ScenarioError, UsageError
 
-SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS_DIR = Path(str(resources.files("reportgen.scenarios")))
+"""The built-in scenarios: package data (the repository's scenarios/ folder, shipped as reportgen.scenarios)."""
 DTYPES = ("float32", "bfloat16", "float16")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+MAX_DIMENSION = 2**31 - 1
+SEED_RANGE = (-(2**63), 2**64 - 1)
+"""What ``torch.Generator.manual_seed`` accepts."""
+THREADS_PER_CPU = 4
+ITEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,8 @@ class Scenario:
     """Declared parameters; when any, ``make_inputs`` gets a fifth argument: ``{name: typed value}``."""
     source_file: str = ""
     """The file the scenario was loaded from (set by load_scenario): errors in its functions name it."""
+    baseline: str | None = None
+    """The variant speedups are measured against; None: the first variant."""
 
     def variant_names(self) -> list[str]:
         """Names of the variants in declaration order."""
@@ -109,21 +120,27 @@ class Scenario:
         """The declared parameter called ``name``, or None."""
         return next((p for p in self.params if p.name == name), None)
 
-    def resolve_params(self, flags: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, Any]:
-        """Typed values of every declared parameter: ``--param`` flags, then config defaults, then declared defaults.
+    def baseline_among(self, chosen: tuple[str, ...]) -> str | None:
+        """The declared baseline (else the first variant) when it is among ``chosen``, else the first chosen."""
+        declared = self.baseline or (self.variants[0].name if self.variants else None)
+        return declared if declared in chosen else (chosen[0] if chosen else None)
 
-        A flag naming an undeclared parameter is an error; a config default for one is ignored (it may
-        belong to another scenario).
+    def resolve_params(self, given: Mapping[str, str], defaults: Mapping[str, str],
+                       flag: str = "parameter") -> dict[str, Any]:
+        """Typed values of every declared parameter: ``given`` values, then config defaults, then declared defaults.
+
+        A given value naming an undeclared parameter is an error (``flag`` names where it came from); a config
+        default for one is ignored (it may belong to another scenario).
         """
-        unknown = sorted(set(flags) - {p.name for p in self.params})
+        unknown = sorted(set(given) - {p.name for p in self.params})
         if unknown:
             declared = ", ".join(p.name for p in self.params) or "none"
-            raise ScenarioError(f"--param {unknown[0]}: scenario {self.name!r} declares no such parameter "
+            raise ScenarioError(f"{flag} {unknown[0]}: scenario {self.name!r} declares no such parameter "
                                 f"(it declares: {declared})")
         out: dict[str, Any] = {}
         for p in self.params:
-            if p.name in flags:
-                out[p.name] = p.parse(flags[p.name], "--param")
+            if p.name in given:
+                out[p.name] = p.parse(given[p.name], flag)
             elif p.name in defaults:
                 out[p.name] = p.parse(defaults[p.name], "config params:")
             else:
@@ -137,31 +154,6 @@ class Scenario:
             return tuple(self.make_inputs(shape, dtype, seed, device, dict(params)))  # type: ignore[call-arg]
         return tuple(self.make_inputs(shape, dtype, seed, device))
 
-
-T = TypeVar("T")
-
-
-def call_scenario(scenario: Scenario, what: str, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``, a function of the scenario's own; an exception becomes the scenario's one-line error
-    with the file and line of the last frame inside the scenario file (never an internal error)."""
-    try:
-        return fn(*args)
-    except ScenarioError:
-        raise
-    except Exception as exc:  # the user's code: any error is theirs to fix
-        raise ScenarioError(f"{where_in_scenario(exc, scenario.source_file)}: {what} raised "
-                            f"{type(exc).__name__}: {exc}; fix the scenario") from None
-
-
-def where_in_scenario(exc: BaseException, source_file: str) -> str:
-    """``file:line`` of the innermost traceback frame in ``source_file`` (else the innermost frame at all)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return source_file or "scenario"
-    target = str(Path(source_file).resolve()) if source_file else ""
-    inside = [f for f in frames if target and str(Path(f.filename).resolve()) == target]
-    frame = (inside or frames)[-1]
-    return f"{frame.filename}:{frame.lineno}"
 
 
 def scenario_files(sources: Iterable[Path]) -> dict[str, Path]:
@@ -206,11 +198,13 @@ def load_scenario(ref: str, scenarios_dir: Path = SCENARIOS_DIR, config_sources:
     _put_on_sys_path([path.resolve().parent, *([project_root.resolve()] if project_root else [])])
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # a user's file: any error is theirs to fix, reported in one line
-        raise ScenarioError(f"{path}: failed to load ({type(exc).__name__}: {exc}); fix the scenario file") from None
+    except (Exception, SystemExit) as exc:  # a user's file: any error (sys.exit too) is theirs to fix, in one line
+        raise ScenarioError(f"{where_in_scenario(exc, path) or path}: failed to load ({type(exc).__name__}: {exc}); "
+                            "fix the scenario file") from None
     scenario = getattr(module, "SCENARIO", None)
     if not isinstance(scenario, Scenario):
         raise ScenarioError(f"{path}: must define SCENARIO = reportgen.scenario.Scenario(...)")
+    check_scenario(scenario, path)
     return dataclasses.replace(scenario, source_file=str(path))
 
 
@@ -221,15 +215,104 @@ def _put_on_sys_path(folders: list[Path]) -> None:
             sys.path.insert(0, text)
 
 
+def check_scenario(scenario: Scenario, path: Path) -> None:
+    """Refuse what would make a run its own loader rejects: NUL or lone surrogates in text, repeated variant names."""
+    problem = _text_problem(scenario.name, "name") or _text_problem(scenario.description, "description")
+    seen: set[str] = set()
+    for i, v in enumerate(scenario.variants, 1):
+        problem = problem or _text_problem(v.name, f"variant {i}: name {v.name!r}")
+        if problem:
+            break
+        problem = _text_problem(v.description, f"variant {v.name!r}: description")
+        if not problem and v.name in seen:
+            problem = f"variant name {v.name!r} appears twice; variant names must be unique"
+        seen.add(v.name)
+    if problem:
+        raise ScenarioError(f"{path}: {problem}; fix the scenario file")
+
+
+def _text_problem(value: object, what: str) -> str | None:
+    if not isinstance(value, str) or (what.endswith("name") and not value):
+        return f"{what} must be a non-empty string" if what.endswith("name") else f"{what} must be a string"
+    found = _NOT_TEXT.search(value)
+    if found is None:
+        return None
+    return f"{what} contains a NUL character" if found.group() == "\x00" else f"{what} contains a lone surrogate"
+
+
+def where_in_scenario(exc: BaseException, path: Path | str) -> str | None:
+    """``file:line`` of the deepest frame of ``exc`` in the scenario file ``path``; None when none is in it."""
+    target = os.path.realpath(path)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.realpath(f.filename) == target]
+    return f"{path}:{frames[-1].lineno}" if frames else None
+
+
+def call_scenario(scenario_fn: Callable[..., Any], what: str, *args: Any, source_file: str = "") -> Any:
+    """Call a scenario's function; anything it raises (sys.exit too) is the scenario's error, with file and line.
+
+    ``source_file``: the scenario's file, when ``scenario_fn`` is not itself defined there (``Scenario.make``).
+    """
+    try:
+        return scenario_fn(*args)
+    except (Exception, SystemExit) as exc:
+        code = getattr(scenario_fn, "__code__", None)
+        path = source_file or (code.co_filename if code is not None else getattr(scenario_fn, "__module__", "scenario"))
+        raise ScenarioError(f"{where_in_scenario(exc, path) or path}: {what} raised {type(exc).__name__}: {exc}; "
+                            "fix the scenario file") from None
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
-    """``"4,2048,4096"`` -> (4, 2048, 4096); every dimension a positive integer."""
+    """``"4,2048,4096"`` -> (4, 2048, 4096); every dimension a positive integer up to MAX_DIMENSION."""
+    shown = repr(text if len(text) <= 40 else text[:30] + "...")
     try:
         dims = tuple(int(x) for x in text.replace("x", ",").split(","))
-    except ValueError:
-        raise ScenarioError(f"--shape {text!r}: expected comma-separated positive integers, e.g. 4,2048,4096") from None
+    except ValueError:  # also an integer past Python's 4,300-digit limit
+        raise ScenarioError(f"shape {shown}: expected comma-separated positive integers, e.g. 4,2048,4096") from None
     if not dims or any(d <= 0 for d in dims):
-        raise ScenarioError(f"--shape {text!r}: every dimension must be a positive integer")
+        raise ScenarioError(f"shape {shown}: every dimension must be a positive integer")
+    big = next((d for d in dims if d > MAX_DIMENSION), None)
+    if big is not None:
+        raise ScenarioError(f"shape {shown}: dimension {big} is larger than {MAX_DIMENSION}; use a smaller shape")
     return dims
+
+
+def physical_memory_bytes() -> int | None:
+    """This machine's memory, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_input_size(shape: tuple[int, ...], dtype: str, memory_bytes: int | None = None) -> None:
+    """Refuse a shape whose one input tensor would not fit in half of the memory, before anything is allocated."""
+    memory = memory_bytes if memory_bytes is not None else physical_memory_bytes()
+    elements = 1
+    for d in shape:
+        elements *= d
+    size = elements * ITEM_BYTES.get(dtype, 4)
+    if memory and size > memory // 2:
+        raise ScenarioError(f"shape {','.join(map(str, shape))}: one {dtype} input of {elements:.3g} elements is "
+                            f"{size / 1e9:,.0f} GB, more than half of this machine's {memory / 1e9:,.0f} GB of "
+                            "memory; use a smaller shape")
+
+
+def check_seed(seed: int) -> None:
+    """Refuse a seed the random generator cannot take."""
+    low, high = SEED_RANGE
+    if not low <= seed <= high:
+        raise UsageError(f"seed {seed}: must be between {low} and {high}")
+
+
+def check_threads(threads: int | None) -> None:
+    """Refuse an intra-op thread count below 1 or above THREADS_PER_CPU per CPU (100,000 threads crash torch)."""
+    if threads is None:
+        return
+    limit = THREADS_PER_CPU * (os.cpu_count() or 1)
+    if threads < 1:
+        raise UsageError(f"threads {threads}: must be at least 1")
+    if threads > limit:
+        raise UsageError(f"threads {threads}: at most {limit} ({THREADS_PER_CPU} per CPU here); use fewer")
 
 
 def parse_dtype(text: str) -> str:

@@ -9,6 +9,7 @@ Medians resist the heavy right tail that page faults and preemption put on CPU t
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -64,6 +65,16 @@ class Ratio:
     def excludes(self, x: float) -> bool:
         """True when ``x`` lies outside the confidence interval."""
         return not (self.ci_low <= x <= self.ci_high)
+
+
+def median(samples_us: Sequence[float]) -> float | None:
+    """The median of the samples (the mean of the middle two for an even count); None when there are none.
+
+    The one median of reportgen: summaries, ratios and the PR comment all use this definition.
+    """
+    if not samples_us:
+        return None
+    return float(np.median(np.asarray(samples_us, dtype=float)))
 
 
 def summarize(samples_us: tuple[float, ...] | list[float]) -> SampleSummary | None:

@@ -6,7 +6,7 @@ large trace never exists in memory as one list of dicts: only compact ``TraceEve
 
 Times: the Chrome Trace Event Format defines ``ts`` and ``dur`` in microseconds whatever
 ``displayTimeUnit`` says (that key only chooses how a viewer *displays* times), so times are
-kept as in the file and ``displayTimeUnit`` is recorded, not applied. Kineto writes ``ts``
+kept as in the file and ``displayTimeUnit`` is ignored. Kineto writes ``ts``
 relative to ``baseTimeNanoseconds``; the absolute wall-clock time of an event is
 ``base_time_ns / 1000 + start_us`` (``Trace.base_time_ns``), which is what aligns ranks.
 
@@ -29,12 +29,15 @@ import re
 import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
+from reportgen.bundle import NotRegularFile, open_regular
+from reportgen.devices import classify_category, device_hint
+from reportgen.devices.lanes import Lane
+from reportgen.devices.spec import TraceFacts
 from reportgen.errors import TraceError
 
 DEFAULT_MAX_BYTES = 2 * 1024**3
@@ -48,18 +51,6 @@ MAX_ELEMENT_CHARS = 64 * 1024 * 1024
 STEP_NAME_RE = re.compile(r"ProfilerStep#\d+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """Lone surrogates (from \\ud800-style escapes) are not text: replaced like NUL."""
-TRACE_FILE_SUFFIXES = (".json.gz", ".json")
-
-
-class Lane(str, Enum):
-    """Which row of a timeline an event belongs to."""
-
-    FRAMEWORK = "framework"
-    RUNTIME = "runtime"
-    DEVICE = "device"
-    OTHER = "other"
-
-
 @dataclass(frozen=True, slots=True)
 class TraceEvent:
     """One duration event (``X``, or a matched ``B``/``E`` pair); times in microseconds."""
@@ -88,50 +79,21 @@ class Trace:
     events: tuple[TraceEvent, ...]
     has_device_lane: bool
     device_kind_hint: str
-    display_time_unit: str | None = None
     base_time_ns: int | None = None
     device_names: tuple[str, ...] = ()
-    process_names: dict[str, str] = field(default_factory=dict)
-    thread_names: dict[str, str] = field(default_factory=dict)
     rank: int | None = None
     world_size: int | None = None
     cuda_runtime_version: int | None = None
 
 
-# Category -> lane. Kineto's activity names (libkineto ActivityType.cpp) plus older and non-Kineto spellings.
-_FRAMEWORK_CATS = frozenset({
-    "cpu_op", "user_annotation", "python_function", "operator", "cpu_instant_event", "python", "fwdbwd",
-})
-_DEVICE_CATS = frozenset({
-    "kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset", "cuda_sync",
-    "cuda_profiler_range", "mtia_ccp_events", "hpu_op",
-})
-DEVICE_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-"""Device-lane categories that are work on the device (not annotations, syncs or profiler ranges)."""
-
-
 def lane_of(category: str) -> Lane:
-    """The timeline lane of a Chrome-trace category (case-insensitive)."""
-    cat = category.lower()
-    if cat in _FRAMEWORK_CATS:
-        return Lane.FRAMEWORK
-    if cat in _DEVICE_CATS:
-        return Lane.DEVICE
-    if cat.endswith(("_runtime", "_driver")) or cat in ("runtime", "driver", "nrt"):
-        return Lane.RUNTIME
-    if "neuron" in cat and any(k in cat for k in ("device", "hw", "hardware", "kernel", "exec")):
-        return Lane.DEVICE
-    if "neuron" in cat or cat.startswith("nrt"):
-        return Lane.RUNTIME
-    return Lane.OTHER
+    """The timeline lane of a Chrome-trace category (case-insensitive), by the device registry's rules."""
+    return classify_category(category)[0]
 
 
 def is_device_work(event: TraceEvent) -> bool:
     """True for kernels, copies and fills on a device (what device time and kernel counts sum)."""
-    if event.lane is not Lane.DEVICE:
-        return False
-    cat = event.category.lower()
-    return cat in DEVICE_WORK_CATS or ("neuron" in cat and cat not in _DEVICE_CATS)
+    return event.lane is Lane.DEVICE and classify_category(event.category)[1]
 
 
 def max_trace_bytes() -> int:
@@ -162,7 +124,9 @@ def read_trace_copying(path: Path, max_uncompressed_bytes: int, sink: Callable[[
     """Read a trace file and pass every uncompressed byte to ``sink`` (to store a copy in one pass)."""
     source = str(path)
     try:
-        fh = open(path, "rb")
+        fh = open_regular(path)  # a FIFO or device would block the read forever
+    except NotRegularFile:
+        raise TraceError(f"{source}: is not a regular file; pass a trace file (.json or .json.gz)") from None
     except FileNotFoundError:
         raise TraceError(f"{source}: no such file") from None
     except IsADirectoryError:
@@ -260,10 +224,12 @@ _COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _NUMBER_TYPES = (int, float)
 _HASHABLE = (str, int)
 _INF = math.inf
+MAX_TIME_US = 1e18
+"""Largest ``ts``/``dur`` accepted (31,700 years in µs): sums and squares of such times stay finite."""
 _MAX_TOKEN_TAIL = 16  # a partial literal/escape at the end of the buffer ('-Infinity', '\\ud83d\\ude00')
 _FLOW_PHASES = frozenset({"s", "t", "f"})
 _KEPT_TOP_KEYS = frozenset({
-    "displayTimeUnit", "baseTimeNanoseconds", "deviceProperties", "distributedInfo", "cuda_runtime_version",
+    "baseTimeNanoseconds", "deviceProperties", "distributedInfo", "cuda_runtime_version",
 })
 
 
@@ -323,6 +289,9 @@ class _Parser:
                                 ) from None
             except RecursionError:
                 raise self.fail("JSON nested too deeply; this is not a trace") from None
+            except ValueError:  # not a JSONDecodeError: only Python's 4,300-digit limit on int() raises it
+                raise self.fail("invalid JSON (an integer of more than 4300 digits) in the value at character "
+                                f"{self.consumed + self.pos}") from None
             if end >= len(self.buf) and self.more():
                 continue  # a number or literal may continue in the next chunk
             self.pos = end
@@ -398,7 +367,7 @@ class _Parser:
             buf = self.buf
             try:
                 obj, end = scan(buf, self.pos)
-            except (StopIteration, json.JSONDecodeError, RecursionError):
+            except (StopIteration, ValueError, RecursionError):
                 end = len(buf)
             if end >= len(buf):
                 obj = self.value()  # needs more input, or is an error: the slow path says which
@@ -429,8 +398,6 @@ class _EventBuilder:
         self.lanes: dict[str, Lane] = {}
         self.open_b: dict[tuple[str, str], list[tuple[dict[str, Any], float]]] = {}
         self.flows: list[tuple[Any, Any, Any, Any, Any]] = []
-        self.process_names: dict[str, str] = {}
-        self.thread_names: dict[str, str] = {}
         self.runtime_names: set[str] = set()
 
     def fail(self, obj: Any, problem: str) -> TraceError:
@@ -464,8 +431,8 @@ class _EventBuilder:
         if ph == "X":
             ts: Any = get("ts")
             dur: Any = get("dur")
-            if type(ts) not in _NUMBER_TYPES or type(dur) not in _NUMBER_TYPES or not (0.0 <= dur < _INF) \
-                    or not (-_INF < ts < _INF):
+            if type(ts) not in _NUMBER_TYPES or type(dur) not in _NUMBER_TYPES or not (0.0 <= dur <= MAX_TIME_US) \
+                    or not (-MAX_TIME_US <= ts <= MAX_TIME_US):
                 self.add_complete(obj)  # raises the precise error
                 return
             self.emit(obj, get("args"), float(ts), float(dur))
@@ -473,8 +440,6 @@ class _EventBuilder:
             self.add_begin_end(obj, ph)
         elif ph in _FLOW_PHASES:
             self.add_flow(obj)
-        elif ph == "M":
-            self.add_metadata(obj)
         elif ph is None:
             raise self.fail(obj, "field 'ph' is missing; every Chrome trace event has a phase")
 
@@ -484,8 +449,12 @@ class _EventBuilder:
             if value is None:
                 raise self.fail(obj, f"field '{key}' is missing")
             raise self.fail(obj, f"field '{key}' is {str(value)[:30]!r}, expected a number of microseconds")
-        if not math.isfinite(value):
+        if type(value) is float and not math.isfinite(value):
             raise self.fail(obj, f"field '{key}' is {value}, expected a finite number")
+        if not -MAX_TIME_US <= value <= MAX_TIME_US:  # an int of hundreds of digits, or 1e308: sums become inf
+            text = str(value)
+            raise self.fail(obj, f"field '{key}' is {text if len(text) <= 30 else text[:27] + '...'}, "
+                                 f"beyond {MAX_TIME_US:g} µs; not a real time")
         return float(value)
 
     def add_complete(self, obj: dict[str, Any]) -> None:
@@ -545,17 +514,6 @@ class _EventBuilder:
         get = obj.get
         self.flows.append((get("pid", ""), get("tid", ""), get("ts"), get("id"), get("cat")))
 
-    def add_metadata(self, obj: dict[str, Any]) -> None:
-        args = obj.get("args")
-        name = args.get("name") if type(args) is dict else None
-        if not isinstance(name, str):
-            return
-        pid = self.text(obj.get("pid", ""))
-        if obj.get("name") == "process_name":
-            self.process_names[pid] = name
-        elif obj.get("name") == "thread_name":
-            self.thread_names[f"{pid}/{self.text(obj.get('tid', ''))}"] = name
-
     def build(self, top: dict[str, Any]) -> Trace:
         for key, stack in self.open_b.items():
             if stack:
@@ -575,11 +533,8 @@ class _EventBuilder:
             events=tuple(events),
             has_device_lane=has_device,
             device_kind_hint=_device_hint(events, has_device, device_names, self.runtime_names),
-            display_time_unit=_opt(top.get("displayTimeUnit"), str),
             base_time_ns=_opt(top.get("baseTimeNanoseconds"), int),
             device_names=device_names,
-            process_names=self.process_names,
-            thread_names=self.thread_names,
             rank=_opt(dist.get("rank"), int),
             world_size=_opt(dist.get("world_size"), int),
             cuda_runtime_version=_opt(top.get("cuda_runtime_version"), int),
@@ -626,17 +581,8 @@ def _device_names(props: Any) -> tuple[str, ...]:
 
 def _device_hint(events: list[TraceEvent], has_device: bool, device_names: tuple[str, ...],
                  runtime_names: set[str]) -> str:
-    """Where the trace was taken: 'neuron', 'rocm', 'cuda', 'cpu' or 'unknown', from the evidence in it."""
-    cats = {e.category.lower() for e in events}
-    names_l = " ".join(device_names).lower()
-    if any("neuron" in c or "privateuse1" in c or c.startswith("nrt") for c in cats) or "neuron" in names_l \
-            or "trainium" in names_l or any(n.lower().startswith("nrt") for n in runtime_names):
-        return "neuron"
-    has_runtime = bool(runtime_names)
-    if not has_device and not has_runtime:
-        return "cpu"
-    if any(n.startswith("hip") for n in runtime_names) or any(k in names_l for k in ("amd", "radeon", "instinct")):
-        return "rocm"
-    if any(n.startswith("cu") for n in runtime_names) or "nvidia" in names_l or any(c.startswith("cuda") for c in cats):
-        return "cuda"
-    return "unknown"
+    """Where the trace was taken: a device name or 'unknown', from the evidence in it (see reportgen.devices)."""
+    facts = TraceFacts(categories=frozenset(e.category.lower() for e in events),
+                       device_names=" ".join(device_names).lower(),
+                       runtime_names=frozenset(n.lower() for n in runtime_names), has_device_lane=has_device)
+    return device_hint(facts)

@@ -128,7 +128,7 @@ def hostile_run(run_id: str = "20261130T000000Z-cpu-evil-abc123", created_utc: s
     run = synthetic_run(run_id=run_id, created_utc=created_utc, label=ALL_PAYLOADS, hostname=ALL_PAYLOADS,
                         variants=(plain, *named, failed))
     env = replace(run.environment, platform=PAYLOADS[2], cpu_model=PAYLOADS[1], device_name=PAYLOADS[0],
-                  torch_version=PAYLOADS[7])
+                  torch_version=PAYLOADS[7], device_extras={"cuda_version": PAYLOADS[5], PAYLOADS[6]: PAYLOADS[3]})
     scenario = replace(run.scenario, name=PAYLOADS[0], description=ALL_PAYLOADS,
                        parameters={**run.scenario.parameters, PAYLOADS[3]: PAYLOADS[4], "note": ALL_PAYLOADS})
     peak = replace(run.peak, source=ALL_PAYLOADS)

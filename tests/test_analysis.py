@@ -9,7 +9,7 @@ from factories import NAIVE_OPS, synthetic_run, variant
 
 from reportgen import analysis
 from reportgen.analysis import LaneKind
-from reportgen.model import OpRow, TimeBasis, VariantStatus
+from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
 
 
 def test_op_breakdown_on_cpu_uses_cpu_times_sorted_with_exact_shares() -> None:
@@ -179,3 +179,29 @@ def test_digest_from_a_run_view_reuses_its_summaries_and_equals_the_plain_digest
     view = analysis.run_view(run)
     assert analysis.digest(run, view) == analysis.digest(run)
     assert [v.speedup for v in analysis.digest(run, view).variants] == [None, pytest.approx(2.5, rel=1e-12), None]
+
+
+def _declaring(baseline: str | None, variants: tuple[VariantResult, ...]) -> Run:
+    run = synthetic_run(variants=variants)
+    return replace(run, scenario=replace(run.scenario, baseline=baseline))
+
+
+def test_the_baseline_is_the_one_the_run_declares_not_a_hard_coded_name() -> None:
+    variants = (variant("naive", 100.0), variant("fused", 50.0), variant("compiled", 25.0))
+    run = _declaring("fused", variants)
+    assert analysis.baseline_name(run) == "fused"
+    got = analysis.speedups(run)
+    assert [(s.target, s.baseline, s.ratio.value) for s in got] == [("naive", "fused", 0.5), ("compiled", "fused", 2.0)]
+    d = analysis.digest(run)
+    assert d.baseline == "fused" and [v.speedup for v in d.variants] == [0.5, None, 2.0]
+
+
+def test_without_a_declared_baseline_the_first_timed_variant_is_it_even_beside_naive() -> None:
+    run = _declaring(None, (variant("fused", 50.0), variant("naive", 100.0)))
+    assert analysis.baseline_name(run) == "fused"
+
+
+def test_a_declared_baseline_that_failed_falls_back_to_the_first_timed_variant() -> None:
+    failed = variant("ref", 1.0, status=VariantStatus.FAILED, error="boom")
+    run = _declaring("ref", (failed, variant("slow", 80.0), variant("quick", 20.0)))
+    assert analysis.baseline_name(run) == "slow"

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from factories import synthetic_run, write_synthetic
 
-from reportgen.bundle import load_run, load_store, resolve_run_dir, run_to_json, safe_component, slug
+from reportgen.bundle import (
+    artifact_member,
+    format_utc,
+    load_run,
+    load_store,
+    new_run,
+    resolve_run_dir,
+    run_to_json,
+    safe_component,
+    slug,
+    trace_member,
+)
 from reportgen.errors import BundleError, ConflictError
+from reportgen.model import SCHEMA_VERSION, DeviceKind, RunSource
 
 
 def test_round_trip_is_exact(tmp_path: Path) -> None:
@@ -18,6 +31,25 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     assert load_run(folder) == run
     assert (folder / "traces" / "naive.pt.trace.json.gz").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_the_bundle_names_its_members_and_times() -> None:
+    assert trace_member("fused") == "traces/fused.pt.trace.json.gz"
+    assert trace_member("a/b") == f"traces/{safe_component('a/b')}.pt.trace.json.gz" and "/" not in trace_member("a/b")[7:]
+    assert artifact_member("v 1", "x.neff") == f"artifacts/{safe_component('v 1')}/x.neff"
+    moment = datetime(2026, 11, 30, 6, 55, 0, 999, tzinfo=timezone(timedelta(hours=2)))
+    assert format_utc(moment) == "2026-11-30T04:55:00Z"
+
+
+def test_new_run_stamps_schema_id_and_time() -> None:
+    template = synthetic_run()
+    moment = datetime(2026, 11, 30, 4, 55, tzinfo=timezone.utc)
+    run = new_run(moment, DeviceKind.CUDA, "my change", RunSource.IMPORT, "salt", git=template.git,
+                  environment=template.environment, peak=template.peak, scenario=template.scenario,
+                  variants=template.variants)
+    assert run.schema_version == SCHEMA_VERSION and run.created_utc == "2026-11-30T04:55:00Z"
+    assert run.run_id.startswith("20261130T045500Z-cuda-my-change-") and len(run.run_id.rsplit("-", 1)[1]) == 6
+    assert (run.source, run.device, run.settings, run.notes) == (RunSource.IMPORT, DeviceKind.CUDA, None, ())
 
 
 def test_existing_run_is_never_overwritten(tmp_path: Path) -> None:
@@ -42,7 +74,7 @@ def _mutated(tmp_path: Path, mutate) -> Path:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda d: d.update(schema_version=99), "field 'schema_version' is 99, newer than this reportgen reads (1); upgrade"),
+        (lambda d: d.update(schema_version=99), "field 'schema_version' is 99, newer than this reportgen reads (2); upgrade"),
         (lambda d: d.pop("schema_version"), "field 'schema_version' is missing"),
         (lambda d: d.update(schema_version="1"), "field 'schema_version' is '1', expected a positive integer"),
         (lambda d: d.pop("label"), "field 'label': is missing"),

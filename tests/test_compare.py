@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -122,8 +124,8 @@ def test_added_and_removed_variants_are_listed_not_regressions() -> None:
         ("naive", Outcome.NO_CHANGE), ("old", Outcome.REMOVED), ("new", Outcome.ADDED)]
     assert comp.verdict is Verdict.NO_CHANGE
     md = render_markdown(comp)
-    assert "| old | 10 µs | — | — | removed in head |" in md
-    assert "| new | — | 1 µs | — | added in head |" in md
+    assert "| old | 10.00 | — | — | removed in head |" in md
+    assert "| new | — | 1.00 | — | added in head |" in md
 
 
 def test_imported_runs_without_samples_are_not_comparable() -> None:
@@ -136,7 +138,7 @@ def test_imported_runs_without_samples_are_not_comparable() -> None:
 @pytest.mark.parametrize("threshold", [-1.0, float("nan"), float("inf")])
 def test_bad_threshold_is_a_usage_error(threshold: float) -> None:
     b, h = runs((v("x", (1.0,)),), (v("x", (1.0,)),))
-    with pytest.raises(UsageError, match=r"^--threshold .*: must be a finite number of percent >= 0$"):
+    with pytest.raises(UsageError, match=r"^threshold .*: must be a finite number of percent >= 0$"):
         compare_runs(b, h, threshold)
 
 
@@ -179,7 +181,8 @@ def test_different_scenarios_are_refused() -> None:
 def test_software_version_differences_are_warnings_not_refusals() -> None:
     b = synthetic_run()
     h = synthetic_run(run_id=HEAD_ID)
-    env: Environment = dataclasses.replace(h.environment, torch_version="2.14.0", neuronx_cc_version=HOSTILE)
+    env: Environment = dataclasses.replace(h.environment, torch_version="2.14.0",
+                                           device_extras={"neuronx_cc_version": HOSTILE})
     comp = compare_runs(b, dataclasses.replace(h, environment=env), 5.0)
     assert [(w.field, w.base, w.head) for w in comp.warnings] == [
         ("torch_version", "2.13.0", "2.14.0"), ("neuronx_cc_version", None, HOSTILE)]
@@ -204,7 +207,7 @@ def test_op_diff_per_step_added_gone_calls_and_largest_self_changes() -> None:
     assert [(o.name, o.delta_self_us) for o in d.largest_self_changes] == [
         ("aten::mul", -100.0), ("aten::_fused_rms_norm", 30.0), ("aten::add", -20.0)]
     md = render_markdown(compare_runs(b, h, 5.0))
-    assert "| aten\\:\\:mul | 150 µs | 50 µs | -100 µs |" in md
+    assert "| aten\\:\\:mul | 150.0 | 50.00 | -100.0 |" in md
     assert "Ops added (1): aten\\:\\:\\_fused\\_rms\\_norm (calls: 1)" in md
 
 
@@ -224,8 +227,8 @@ def test_comment_has_marker_verdict_table_links_and_method() -> None:
     lines = md.splitlines()
     assert lines[0] == MARKER
     assert lines[1] == "### :x: reportgen: regression in 1 of 2 variants: naive +30.0 %" and lines[2] == ""
-    assert "| naive | 100 µs | 130 µs | +30.0 % (+30.0 % to +30.0 %) | :red_circle: slower |" in lines
-    assert "| fused | 50 µs | 50 µs | +0.0 % (+0.0 % to +0.0 %) | no significant change |" in lines
+    assert "| naive | 100.0 | 130.0 | +30.0 % (+30.0 % to +30.0 %) | :red_circle: slower |" in lines
+    assert "| fused | 50.00 | 50.00 | +0.0 % (+0.0 % to +0.0 %) | no significant change |" in lines
     assert ("Run pages: [base](https://user.github.io/my%20repo/runs/20261130T000000Z-cpu-test-abc123/) · "
             f"[head](https://user.github.io/my%20repo/runs/{HEAD_ID}/)") in lines
     assert "95 \\% percentile\\-bootstrap interval" in lines[-1] and "excludes 0" in lines[-1]
@@ -248,7 +251,7 @@ def test_verdicts_for_improvement_and_no_change() -> None:
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "user.github.io/repo", "file:///etc/passwd"])
 def test_site_url_must_be_http(url: str) -> None:
-    with pytest.raises(UsageError, match=r"^--site-url .*: expected an http\(s\) URL"):
+    with pytest.raises(UsageError, match=r"^site_url .*: expected an http\(s\) URL"):
         run_page_url(url, "r1")
 
 
@@ -419,3 +422,100 @@ def test_cli_warns_on_stderr_when_versions_differ(tmp_path: Path, capsys: pytest
     captured = capsys.readouterr()
     assert captured.err == "reportgen: warning: environment.torch_version differs: '2.13.0' (base) vs '2.14' (head)\n"
     assert "> [!WARNING]" in captured.out
+
+
+# --- --output: written through a symlink, never over a device, FIFO or folder (issue 12, item 2) ---------------
+
+
+def _compare_to(store: Path, out: Path) -> int:
+    return main(["compare", "latest~1", "latest", "--store", str(store), "--output", str(out)])
+
+
+def test_output_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path: Path) -> None:
+    store = _store(tmp_path, {"naive": 100.0})
+    target = tmp_path / "real" / "comment.md"
+    target.parent.mkdir()
+    target.write_text("old comment\n")
+    target.chmod(0o640)
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    assert _compare_to(store, link) == 0
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert target.read_text().startswith(MARKER)
+    assert target.stat().st_mode & 0o777 == 0o640  # the target's permissions are kept
+    assert sorted(p.name for p in target.parent.iterdir()) == ["comment.md"]  # no temporary file left
+
+
+@pytest.mark.parametrize("through_link", [False, True])
+def test_output_onto_a_fifo_is_refused_and_left_alone(tmp_path: Path, through_link: bool,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    store = _store(tmp_path, {"naive": 100.0})
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    path = fifo
+    if through_link:
+        path = tmp_path / "link-to-pipe"
+        path.symlink_to(fifo)
+    capsys.readouterr()
+    assert _compare_to(store, path) == 2
+    err = capsys.readouterr().err
+    assert err == f"reportgen: error: {path}: is a FIFO, not a regular file; give a new path or a regular file\n"
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still a FIFO, not replaced by a regular file
+    assert path.is_symlink() == through_link
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_output_onto_a_device_node_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _store(tmp_path, {"naive": 100.0})
+    link = tmp_path / "null-link"
+    link.symlink_to("/dev/null")
+    assert _compare_to(store, link) == 2
+    assert "is a character device, not a regular file" in capsys.readouterr().err
+    assert link.is_symlink() and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_output_onto_a_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _store(tmp_path, {"naive": 100.0})
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert _compare_to(store, folder) == 2
+    assert capsys.readouterr().err == (f"reportgen: error: {folder}: is a folder, not a regular file; "
+                                       "give a new path or a regular file\n")
+    assert list(folder.iterdir()) == []
+
+
+# --- Markdown injection through line breaks in data (issue 12, item 6) ------------------------------------------
+
+LINE_BREAKS = ["\r\r", "\n\n", "\r\n\r\n", "\v", "\f", "\x85", "\u2028", "\u2029", "\x1c", "\x1d", "\x1e"]
+INJECTED = "![pwned](https://evil.example/x.png) [click](https://evil.example/)"
+
+
+def _injection_store(tmp_path: Path, brk: str) -> Path:
+    """Two runs whose one variant (slower in head, with a changed op table) and op are named with ``brk``."""
+    name = f"v{brk}{INJECTED}"
+    base_ops = (OpRow(f"aten::a{brk}{INJECTED}", 2, 10.0, 10.0, 0, 0),)
+    head_ops = (OpRow(f"aten::a{brk}{INJECTED}", 4, 30.0, 30.0, 0, 0), OpRow(f"new{brk}{INJECTED}", 2, 5.0, 5.0, 0, 0))
+    store = tmp_path / "store"
+    b, h = runs((v(name, (100.0,) * 5, ops=base_ops),), (v(name, (200.0,) * 5, ops=head_ops),),
+                label=f"head{brk}{INJECTED}")
+    write_synthetic(store, b)
+    write_synthetic(store, h)
+    return store
+
+
+@pytest.mark.skipif(shutil.which("cmark-gfm") is None, reason="cmark-gfm (GitHub's renderer) is not installed")
+@pytest.mark.parametrize("brk", LINE_BREAKS, ids=[repr(b) for b in LINE_BREAKS])
+def test_line_breaks_in_names_cannot_end_the_details_block_or_inject_markdown(
+        brk: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _injection_store(tmp_path, brk)
+    out = tmp_path / "comment.md"
+    assert main(["compare", "latest~1", "latest", "--store", str(store), "--output", str(out)]) == 0
+    md = out.read_text()
+    assert "<details><summary>Op table changes: v" in md  # the section with the name in raw HTML is there
+    for ch in "\r\v\f\x85\u2028\u2029\x1c\x1d\x1e":
+        assert ch not in md, f"{ch!r} reached the comment"
+    rendered = subprocess.run(["cmark-gfm", "--unsafe", "-e", "table", "-e", "autolink", "-e", "tagfilter",
+                               "-e", "strikethrough"], input=md, capture_output=True, text=True, check=True).stdout
+    assert "<img" not in rendered and "<a " not in rendered, rendered
+    assert "evil.example" in html.unescape(rendered)  # shown as text
+    assert rendered.count("<details>") == 1 and rendered.index("</details>") > rendered.index("Ops added")

@@ -1,6 +1,10 @@
-"""Concurrency: two builds, a build and an import or a profile, a build and a publish, started at once on
-the same store and site. Each either finishes correctly or refuses with the documented conflict message;
-the site is never mixed: it is byte-identical to a fresh build of exactly the runs its manifest lists.
+"""Concurrency: two builds, a build and an import or a profile, a build and a publish, on the same store and
+site. Each either finishes correctly or refuses with the documented conflict message; the site is never mixed:
+it is byte-identical to a fresh build of exactly the runs its manifest lists.
+
+The overlaps are forced, not hoped for: one process is started through ``_GATED``, which stops it at a chosen
+function (inside the build's lock, inside publish's read, just before an import's bundle is renamed into the
+store), says so on stdout, and goes on only when the test writes a line to its stdin. No sleeps, no luck.
 """
 
 from __future__ import annotations
@@ -8,11 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,36 @@ def _start(*argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[st
     full = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, **GIT_ENV, **(env or {})}
     return subprocess.Popen([sys.executable, "-m", "reportgen", *argv], env=full, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+_GATED = r"""
+import importlib, sys
+module, name = importlib.import_module(sys.argv[1]), sys.argv[2]
+real = getattr(module, name)
+def gate(*args, **kwargs):
+    setattr(module, name, real)  # once
+    print("paused", flush=True)
+    sys.stdin.readline()
+    return real(*args, **kwargs)
+setattr(module, name, gate)
+from reportgen.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def _start_paused(where: str, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start the CLI stopped at ``where`` (``module:function``); returns once it is there."""
+    module, name = where.split(":")
+    full = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, **GIT_ENV, **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-c", _GATED, module, name, *argv], env=full, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "paused\n", proc.stderr.read() if proc.stderr else ""
+    return proc
+
+
+def _resume(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate("go\n", timeout=600)
+    return proc.returncode, out, err
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -78,48 +110,72 @@ def world(tmp_path: Path) -> tuple[Path, Path]:
     return store, tmp_path / "site"
 
 
+IN_BUILD_LOCK = "reportgen.site.build:gather"
+"""A build stopped here holds the site's lock and has read the old manifest, but written nothing."""
+
+
 def test_two_builds_at_once(world: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build started while another holds the lock refuses and changes nothing; the first then finishes."""
     store, site = world
-    rng = random.Random(5)
-    outcomes = []
-    for _ in range(3):
-        shutil.rmtree(site, ignore_errors=True)
-        first = _start("build", "--runs", str(store), "--out", str(site))
-        time.sleep(rng.uniform(0.0, 0.8))
-        second = _start("build", "--runs", str(store), "--out", str(site))
-        for code, out, err in (_finish(first), _finish(second)):
-            outcomes.append(code)
-            if code == 6:
-                assert (out, err) == ("", CONFLICT_LINE.format(site=site))
-            else:
-                assert code == 0 and err == "", err
-        assert 0 in outcomes[-2:]
+    for existing in (False, True):  # into a new folder, then over the site the first round built
+        before = assert_site_is_a_fresh_build_of_its_runs(site, store, tmp_path / "scratch", monkeypatch) \
+            if existing else None
+        first = _start_paused(IN_BUILD_LOCK, "build", "--runs", str(store), "--out", str(site))
+        code, out, err = _finish(_start("build", "--runs", str(store), "--out", str(site)))
+        assert (code, out, err) == (6, "", CONFLICT_LINE.format(site=site))
+        if existing:
+            assert _manifest_runs(site) == before
+        else:
+            assert not site.exists()
+        code, out, err = _resume(first)
+        assert code == 0 and err == "" and out.startswith(f"built {site}: "), err
         assert assert_site_is_a_fresh_build_of_its_runs(site, store, tmp_path / "scratch", monkeypatch) == [RUN_A, RUN_B]
         assert not [p for p in site.parent.iterdir() if p.name.startswith((".site-tmp-", ".site-old-"))]
-    assert 6 in outcomes  # at least once the two really overlapped and the second refused
+
+
+def test_a_build_waits_for_nobody_when_the_test_holds_the_lock(world: tuple[Path, Path]) -> None:
+    """The lock a build takes is the one beside the site: holding it from here makes every build refuse."""
+    from reportgen.site.fs import exclusive_lock
+
+    store, site = world
+    site.mkdir()
+    with exclusive_lock(site):
+        for _ in range(2):
+            assert _finish(_start("build", "--runs", str(store), "--out", str(site))) == \
+                (6, "", CONFLICT_LINE.format(site=site))
+    assert list(site.iterdir()) == []
+    assert _finish(_start("build", "--runs", str(store), "--out", str(site)))[0] == 0
 
 
 def test_build_while_runs_are_imported(world: tuple[Path, Path], tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A build that reads the store while an import writes a bundle sees the old set of runs or the new one."""
+    """A build that runs while an import has written its bundle but not yet renamed it into the store sees the old
+    set of runs; a build that planned before an import finished lists the old set too; then the next sees both."""
     store, site = world
     traces = tmp_path / "traces"
     traces.mkdir()
-    for i in range(6):
+    for i in range(2):
         write_trace(traces / f"r{i}.json", chrome_trace(steps=40))
-    rng = random.Random(11)
-    for i in range(3):
-        before = {r.run_id for r in load_store(store)}
-        imp = _start("import", str(traces / f"r{i}.json"), "--store", str(store), "--label", f"concurrent {i}")
-        time.sleep(rng.uniform(0.0, 0.6))
-        build = _start("build", "--runs", str(store), "--out", str(site))
-        code_i, out_i, err_i = _finish(imp)
-        code_b, _, err_b = _finish(build)
-        assert (code_i, err_i) == (0, "") and code_b == 0, (err_i, err_b)
-        new_id = out_i.split()[2]
-        listed = set(assert_site_is_a_fresh_build_of_its_runs(site, store, tmp_path / "scratch", monkeypatch))
-        assert listed in (before, before | {new_id})
-    assert len(load_store(store)) == 5
+    before = {r.run_id for r in load_store(store)}
+    # 1. the import stopped just before its bundle is renamed into place (its temporary folder is in the store)
+    imp = _start_paused("reportgen.bundle:_fsync_dir", "import", str(traces / "r0.json"), "--store", str(store),
+                        "--label", "concurrent 0")
+    assert [p for p in store.iterdir() if p.name.startswith(".tmp-")]
+    code_b, _, err_b = _finish(_start("build", "--runs", str(store), "--out", str(site)))
+    assert code_b == 0, err_b
+    assert set(assert_site_is_a_fresh_build_of_its_runs(site, store, tmp_path / "scratch", monkeypatch)) == before
+    code_i, out_i, err_i = _resume(imp)
+    assert (code_i, err_i) == (0, ""), err_i
+    first_new = out_i.split()[2]
+    # 2. the build stopped inside its lock, before planning; the import finishes meanwhile: the build lists it
+    build = _start_paused(IN_BUILD_LOCK, "build", "--runs", str(store), "--out", str(site))
+    code_i, out_i, err_i = _finish(_start("import", str(traces / "r1.json"), "--store", str(store), "--label", "c1"))
+    assert (code_i, err_i) == (0, ""), err_i
+    code_b, _, err_b = _resume(build)
+    assert code_b == 0, err_b
+    listed = set(assert_site_is_a_fresh_build_of_its_runs(site, store, tmp_path / "scratch", monkeypatch))
+    assert listed == before | {first_new, out_i.split()[2]}
+    assert len(load_store(store)) == 4
 
 
 def test_two_imports_at_once_store_two_runs(world: tuple[Path, Path], tmp_path: Path) -> None:
@@ -134,8 +190,8 @@ def test_two_imports_at_once_store_two_runs(world: tuple[Path, Path], tmp_path: 
 
 
 def test_publish_while_building(world: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Publish during a build refuses (the build holds the lock) or publishes a whole site, old or new; a build
-    that starts while the publish reads refuses (the publish holds the lock shared) and changes nothing."""
+    """Publish during a build refuses (the build holds the lock) and commits nothing; a build that starts while a
+    publish reads refuses (the publish holds the lock shared) and changes nothing; each then finishes whole."""
     store, site = world
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
     gitconfig = {"GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig")}
@@ -144,7 +200,7 @@ def test_publish_while_building(world: tuple[Path, Path], tmp_path: Path, monkey
     only_a = tmp_path / "store-a"
     shutil.copytree(store / RUN_A, only_a / RUN_A)
     build_site(only_a, site, "/")
-    trees = set()
+    trees = {}
     for source in (only_a, store):
         ref = tmp_path / f"ref-{source.name}"
         build_site(source, ref / "site", "/")
@@ -152,23 +208,23 @@ def test_publish_while_building(world: tuple[Path, Path], tmp_path: Path, monkey
         subprocess.run(["git", "init", "-q", "-b", "main", str(ref_repo)], check=True)
         code, _, err = _finish(_start("publish", "--site", str(ref / "site"), "--repo", str(ref_repo), env=gitconfig))
         assert code == 0, err
-        trees.add(_tree(ref_repo))
-    rng = random.Random(3)
-    for _ in range(3):
-        build = _start("build", "--runs", str(store), "--out", str(site))
-        time.sleep(rng.uniform(0.0, 1.5))
-        code_p, _, err_p = _finish(_start("publish", "--site", str(site), "--repo", str(repo), env=gitconfig))
-        code_b, _, err_b = _finish(build)
-        if code_b != 0:  # the publish took the lock first: the build refused and the publish saw the old site
-            assert (code_b, err_b) == (6, CONFLICT_LINE.format(site=site)), err_b
-            assert code_p == 0 and _tree(repo) in trees
-            continue
-        if code_p == 0:
-            assert _tree(repo) in trees
-        else:
-            assert code_p == 3 and err_p.startswith("reportgen: error: ") and "build is in progress" in err_p, err_p
-        shutil.rmtree(site)
-        build_site(only_a, site, "/")
+        trees[source.name] = _tree(ref_repo)
+    # 1. the build holds the lock: publish refuses, nothing is committed; the build finishes
+    build = _start_paused(IN_BUILD_LOCK, "build", "--runs", str(store), "--out", str(site))
+    code_p, out_p, err_p = _finish(_start("publish", "--site", str(site), "--repo", str(repo), env=gitconfig))
+    assert code_p == 3 and out_p == "" and "build is in progress" in err_p, err_p
+    assert subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "gh-pages"]).returncode != 0
+    assert _resume(build)[0] == 0
+    # 2. publish holds the lock shared while it reads: a build refuses; the publish commits the whole new site
+    publish = _start_paused("reportgen.publish:_hash_files", "publish", "--site", str(site), "--repo", str(repo),
+                            env=gitconfig)
+    before = sorted(str(p) for p in site.rglob("*"))
+    assert _finish(_start("build", "--runs", str(only_a), "--out", str(site))) == \
+        (6, "", CONFLICT_LINE.format(site=site))
+    assert sorted(str(p) for p in site.rglob("*")) == before
+    code_p, _, err_p = _resume(publish)
+    assert code_p == 0, err_p
+    assert _tree(repo) == trees[store.name]
 
 
 def _tree(repo: Path) -> str:

@@ -40,8 +40,8 @@ _KILL_AT_STEP = r"""
 import atexit, os, shutil, signal, sys
 k = int(sys.argv[1]); calls = [0]
 if sys.argv.pop(2) == "no-exchange":  # as on a file system without renameat2(RENAME_EXCHANGE)
-    import reportgen.site
-    reportgen.site._exchange = lambda a, b: False
+    import reportgen.site.fs
+    reportgen.site.fs.exchange = lambda a, b: False
 def wrap(owner, name):
     real = getattr(owner, name)
     def step(*a, **kw):

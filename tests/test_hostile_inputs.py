@@ -302,7 +302,7 @@ CASES: dict[str, Case] = {
     "bundle: a list": Case(lambda c: _bundle_text(c, "[]"), ExitCode.BAD_INPUT,
                            _B + ": expected a JSON object at the top level; this is not a run.json"),
     "bundle: future schema_version": Case(lambda c: _bundle(c, _set("schema_version", 99)), ExitCode.BAD_INPUT,
-                                          _B + ": field 'schema_version' is 99, newer than this reportgen reads (1); "
+                                          _B + ": field 'schema_version' is 99, newer than this reportgen reads (2); "
                                           "upgrade reportgen"),
     "bundle: mistyped schema_version": Case(lambda c: _bundle(c, _set("schema_version", "1")), ExitCode.BAD_INPUT,
                                             _B + ": field 'schema_version' is '1', expected a positive integer"),
@@ -431,6 +431,17 @@ def test_bad_input_is_one_line_and_changes_nothing(name: str, ctx: Ctx, monkeypa
     capsys.readouterr()
     code = main(argv)
     out, err = capsys.readouterr()
+    if argv[0] == "build" and name.startswith("bundle:"):
+        # Issue 12: a bad bundle no longer fails the build: it is named in one warning line (and on the index)
+        # and left out, the store's good runs are built, and the store is not touched.
+        assert (code, err) == (0, "reportgen: warning: " + ctx.fmt(case.message) + f" (run {RUN_B} left out of "
+                                  "this build)\n")
+        assert out == f"built {ctx.site}: 4 page(s) written, 1 run(s) (0 rendered, 1 unchanged, 0 kept from earlier " \
+            "builds); 1 unreadable run(s) left out\n"
+        assert RUN_B in (ctx.site / "index.html").read_text()
+        assert {k: v for k, v in snapshot(ctx.store).items() if k.startswith(str(ctx.store))} == \
+            {k: v for k, v in before.items() if k.startswith(str(ctx.store))}
+        return
     assert (code, err) == (int(case.code), "reportgen: error: " + ctx.fmt(case.message) + "\n")
     assert out == ""
     assert snapshot(ctx.store, ctx.site) == before
@@ -440,11 +451,11 @@ def test_the_catalogue_through_a_real_process(ctx: Ctx) -> None:
     """Two cases end to end as a user runs them: exit status and stderr of the process itself."""
     from conftest import run_cli
 
-    argv = CASES["bundle: future schema_version"].setup(ctx)
+    argv = CASES["site: future manifest"].setup(ctx)
     before = snapshot(ctx.store, ctx.site)
     proc = run_cli(*argv)
     assert (proc.returncode, proc.stdout) == (3, "")
-    assert proc.stderr == "reportgen: error: " + ctx.fmt(CASES["bundle: future schema_version"].message) + "\n"
+    assert proc.stderr == "reportgen: error: " + ctx.fmt(CASES["site: future manifest"].message) + "\n"
     proc = run_cli(*_gzip_bomb(ctx), env={"REPORTGEN_MAX_TRACE_BYTES": "100000"})
     assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and "expands past 100000 bytes" in proc.stderr
     assert snapshot(ctx.store, ctx.site) == before

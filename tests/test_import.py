@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, SHARED_TRACES
 
 from reportgen import importer
-from reportgen.bundle import load_run
+from reportgen.bundle import format_utc, load_run, trace_member
 from reportgen.cli import main
 from reportgen.errors import TraceError
 from reportgen.importer import ImportRequest, import_run, plan_import, variant_name_for
@@ -150,6 +150,23 @@ def test_folder_of_rank_traces_becomes_one_variant_each(tmp_path: Path) -> None:
     assert run.scenario.parameters == {"source": "ranks", "layout": "folder", "traces": "3"}
 
 
+def test_trace_metadata_becomes_device_extras_and_notes(tmp_path: Path) -> None:
+    trace = tmp_path / "cuda.json"
+    trace.write_text(json.dumps({"traceEvents": [_ev("aten::mul", 0, 5)], "cuda_runtime_version": 12040}))
+    cuda = load_run(_import(trace, tmp_path / "a"))
+    assert cuda.environment.device_extras == {"cuda_version": "12.4"}
+    amd = load_run(_import(SHARED_TRACES / "amd_trace.trace.json.gz", tmp_path / "b"))
+    assert amd.device is DeviceKind.ROCM and amd.environment.device_extras == {}
+    assert "amd_trace: captured at 2024-12-31T08:06:00Z (the trace's baseTimeNanoseconds)" in amd.notes
+
+
+def test_stored_paths_are_the_bundle_layout(tmp_path: Path) -> None:
+    run = load_run(_import(SHARED_TRACES / "cpu_only.trace.json.gz", tmp_path / "s"))
+    (v,) = run.variants
+    assert v.trace_path == trace_member(v.name) == "traces/cpu_only.pt.trace.json.gz"
+    assert run.created_utc == format_utc(NOW) == "2026-11-30T12:00:00Z"
+
+
 def test_variant_names_from_file_names() -> None:
     assert [variant_name_for(Path(n)) for n in ("a.pt.trace.json.gz", "b.json", "trace.json", "x.JSON.GZ")] == [
         "a", "b", "trace", "x"]
@@ -188,6 +205,9 @@ def test_neuron_profile_output_without_neuron_explorer(tmp_path: Path, monkeypat
     assert v.op_dispatch_count == 1 and v.device_event_count == 1
     assert any("neuron-explorer (or neuron-profile) is not installed" in n for n in run.notes)
     assert any("Neuron files kept as artifacts" in n for n in run.notes)
+    assert run.scenario.parameters["layout"] == "neuron-profile-output"
+    assert ("device is neuron: the folder has the TorchNeuron profile_output/ (*_pid_*/*/trace.json) layout"
+            in run.notes)
 
 
 def test_neuron_profile_output_with_neuron_explorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

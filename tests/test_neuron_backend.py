@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import ROOT, run_cli
 
-from reportgen.backends.neuron import NeuronBackend
 from reportgen.bundle import load_store
+from reportgen.devices.neuron import NeuronBackend
 
 STAND_INS = ROOT / "tests" / "stand_ins"
 
@@ -54,7 +54,9 @@ def test_full_profile_drives_the_documented_api(stand_in, tmp_path: Path, monkey
     monkeypatch.setattr(profile, "select_backend", lambda name: CpuPlacedNeuronBackend())
     args = argparse.Namespace(scenario="rmsnorm", shape="2,64", dtype=None, seed=0, label="stand-in",
                               variants=None, samples=3, warmup=1, threads=None, quiet=True, device="neuron")
-    code = profile.run_profile(profile.ProfileRequest.from_cli(args, tmp_path))
+    from reportgen.cli import profile_request
+
+    code = profile.run_profile(profile_request(args, tmp_path))
     assert code == 0
     kinds = [c[0] for c in stand_in.CALLS]
     configs = [c[1] for c in stand_in.CALLS if c[0] == "NeuronConfig"]
@@ -68,7 +70,7 @@ def test_full_profile_drives_the_documented_api(stand_in, tmp_path: Path, monkey
     assert "compile_backend" in kinds  # torch.compile(backend="neuron") reached the registered backend
     assert kinds.count("torch.neuron.synchronize") > 20
     (run,) = load_store(tmp_path)
-    assert run.device.value == "neuron" and run.environment.torch_neuronx_version == "0.0.0+stand-in"
+    assert run.device.value == "neuron" and run.environment.device_extras["torch_neuronx_version"] == "0.0.0+stand-in"
     for v in run.variants:
         assert v.status.value == "ok", v.error
         assert v.trace_path == f"traces/{v.name}.pt.trace.json.gz"
@@ -97,7 +99,7 @@ def test_device_without_neuron_registration_is_device_unavailable(stand_in) -> N
 
 
 def test_compile_without_torch_neuronx_is_one_line(tmp_path: Path) -> None:
-    code = ("from reportgen.backends.neuron import NeuronBackend\n"
+    code = ("from reportgen.devices.neuron import NeuronBackend\n"
             "from reportgen.errors import DeviceUnavailable\n"
             "try:\n    NeuronBackend().compile(lambda x: x)\n"
             "except DeviceUnavailable as e:\n    print('DU:', e)\n")
@@ -108,7 +110,7 @@ def test_compile_without_torch_neuronx_is_one_line(tmp_path: Path) -> None:
 
 
 def test_peak_is_the_vendor_figure_for_the_instance(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from reportgen.backends import neuron
+    from reportgen.devices import neuron
 
     dmi = tmp_path / "product_name"
     dmi.write_text("trn2.48xlarge\n")

@@ -226,3 +226,70 @@ def test_tiny_and_zero_scales_draw() -> None:
 def test_wide_characters_get_a_wider_label_margin() -> None:
     assert plots.text_width_px("中文名字", 12.0) == pytest.approx(4 * 12.0)
     assert plots.text_width_px("abcd", 12.0) == pytest.approx(4 * 12.0 * plots.CHAR_WIDTH_EM)
+
+
+def _log_axes() -> tuple[object, object]:
+    """An axes placed as the history chart places its time axis, with medians spanning five decades."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(plots._RC):  # type: ignore[arg-type]
+        fig = Figure(figsize=(plots.HISTORY_WIDTH_IN, 3.8))
+        FigureCanvasAgg(fig)
+        fig.subplots_adjust(left=0.9 / plots.HISTORY_WIDTH_IN)
+        ax = fig.subplots(1, 1)
+        medians = [3.0, 30.0, 3e3, 3e5]
+        ax.plot(range(len(medians)), medians)
+        plots._time_scale(ax, medians)
+        fig.canvas.draw()
+    return fig, ax
+
+
+def test_log_history_axis_has_plain_tick_labels_and_keeps_its_label() -> None:
+    fig, ax = _log_axes()
+    labels = [t.get_text() for t in ax.yaxis.get_ticklabels() if t.get_text()]  # type: ignore[attr-defined]
+    assert labels and not [t for t in labels if "$" in t or "mathdefault" in t], labels
+    assert "10,000" in labels and "100" in labels
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box = ax.yaxis.label.get_window_extent(renderer)  # type: ignore[attr-defined]
+    assert ax.get_ylabel() == "median µs per call (log scale)"  # type: ignore[attr-defined]
+    assert box.x0 >= 0, "the y-axis label is drawn off the left edge of the figure"
+
+
+def test_log_tick_text() -> None:
+    assert [plots._log_tick(v) for v in (1e5, 20.0, 1.0, 0.5, 0.002)] == ["100,000", "20", "1", "0.5", "0.002"]
+
+
+def _many_tiny_bars(n: int) -> analysis.TimelineLayout:
+    bars = tuple(TimelineBar(LaneKind.DEVICE, 0, 0.01 * i, 0.005, f"k{i}") for i in range(n))
+    return analysis.TimelineLayout(0.0, 0.01 * n, "ProfilerStep#1", bars, ((LaneKind.DEVICE, 1),), n)
+
+
+def test_a_huge_timeline_merges_sub_pixel_bars_and_says_so(tmp_path: Path) -> None:
+    """A trace of many events must not become an SVG of as many rectangles (1e6 events made 62 MB)."""
+    layout = _many_tiny_bars(50_000)
+    plots.timeline_chart(layout, tmp_path / "t.svg", "huge")
+    size = (tmp_path / "t.svg").stat().st_size
+    assert size < 400_000, size
+    text = "".join(_svg(tmp_path / "t.svg").itertext())
+    assert "50,000 events drawn as" in text and "narrower than a pixel merged" in text
+    drawn, note = plots.timeline_bars(layout, {(LaneKind.DEVICE, 0): 0})
+    assert len(drawn) <= plots.MAX_TIMELINE_BARS and note
+    # merged bars cover exactly the span the events covered
+    assert drawn[0].start_us == 0.0 and math.isclose(drawn[-1].start_us + drawn[-1].duration_us, 0.01 * 49_999 + 0.005)
+
+
+def test_a_small_timeline_draws_every_bar_unchanged() -> None:
+    layout = _many_tiny_bars(plots.MAX_TIMELINE_BARS)
+    drawn, note = plots.timeline_bars(layout, {(LaneKind.DEVICE, 0): 0})
+    assert note == "" and [(b.start_us, b.duration_us, b.name) for b in drawn] == \
+        [(b.start_us, b.duration_us, b.name) for b in layout.bars]
+
+
+def test_the_bar_cap_keeps_the_widest_when_merging_is_not_enough() -> None:
+    bars = tuple(TimelineBar(LaneKind.DEVICE, 0, 10.0 * i, 5.0 + i % 7, f"k{i}") for i in range(300))
+    layout = analysis.TimelineLayout(0.0, 3000.0, "s", bars, ((LaneKind.DEVICE, 1),), 300)
+    drawn, note = plots.timeline_bars(layout, {(LaneKind.DEVICE, 0): 0}, max_bars=100)
+    assert len(drawn) == 100 and "200 narrower ones left out" in note
+    assert min(b.duration_us for b in drawn) >= max(b.duration_us for b in bars) - 2

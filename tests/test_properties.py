@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 from reportgen.bundle import parse_run_json
 from reportgen.errors import BundleError
 from reportgen.mdtext import md_escape
+from reportgen.model import SCHEMA_VERSION
 
 GFM = MarkdownIt("gfm-like", {"linkify": False})
 visible_text = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=80)
@@ -119,4 +120,4 @@ def test_a_valid_run_with_any_field_replaced_loads_or_is_refused_cleanly(path: t
     except BundleError as exc:
         assert str(exc).startswith(("x/run.json: field '", "x/run.json: not valid JSON")) and "\n" not in str(exc)
     else:
-        assert run.schema_version == 1
+        assert run.schema_version == SCHEMA_VERSION

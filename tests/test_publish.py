@@ -12,7 +12,8 @@ import pytest
 from reportgen import __version__
 from reportgen.cli import main
 from reportgen.errors import ConflictError, SiteError
-from reportgen.publish import MANIFEST, SITE_TMP_PREFIXES, check_site, publish_site, site_read_lock
+from reportgen.publish import check_site, publish_site
+from reportgen.site.fs import shared_lock as site_read_lock
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
             "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com"}
@@ -168,10 +169,32 @@ def test_build_holding_the_lock_is_refused_and_publish_holds_it_shared(tmp_path:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # a build cannot start meanwhile
 
 
-def test_prefixes_and_lock_name_match_the_site_builder() -> None:
-    site_builder = pytest.importorskip("reportgen.site")
-    assert SITE_TMP_PREFIXES == (site_builder.TMP_PREFIX, site_builder.OLD_PREFIX)
-    assert MANIFEST == site_builder.MANIFEST_FILE
+def test_publish_refuses_while_the_builds_own_lock_is_held(tmp_path: Path) -> None:
+    """One home for the lock: the lock a build takes (reportgen.site.fs) is the one publish checks."""
+    from reportgen.site.fs import exclusive_lock
+
+    site = make_site(tmp_path, ["run-1"])
+    with exclusive_lock(site), pytest.raises(SiteError, match="a site build is in progress"):
+        publish_site(site, make_repo(tmp_path)[0])
+
+
+def test_a_moved_aside_site_beside_it_is_an_interrupted_build(tmp_path: Path) -> None:
+    from reportgen.site.fs import OLD_PREFIX
+
+    site = make_site(tmp_path, ["run-1"])
+    (tmp_path / f"{OLD_PREFIX}host-p1-tag-x").mkdir()
+    with pytest.raises(SiteError, match="a site build is in progress or was interrupted"):
+        publish_site(site, make_repo(tmp_path)[0])
+
+
+@pytest.mark.parametrize("remote", ["--upload-pack=touch pwned", "-o", "", "--receive-pack=x"])
+def test_a_remote_that_git_would_read_as_an_option_is_refused(tmp_path: Path, remote: str) -> None:
+    site = make_site(tmp_path, ["run-1"])
+    repo = make_repo(tmp_path)[0]
+    with pytest.raises(SiteError, match="must not start with '-'"):
+        publish_site(site, repo, remote=remote, push=True)
+    assert subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "gh-pages"],
+                          capture_output=True).returncode != 0  # nothing committed either
 
 
 def test_corrupt_manifest_is_refused(tmp_path: Path) -> None:

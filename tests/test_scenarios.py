@@ -52,6 +52,6 @@ def test_scenario_file_without_scenario_object(tmp_path: Path) -> None:
 def test_scenario_file_that_raises_is_a_one_line_usage_error(tmp_path: Path) -> None:
     f = tmp_path / "broken.py"
     f.write_text("import nosuchmodule_xyz\n")
-    with pytest.raises(ScenarioError, match=r"broken.py: failed to load \(ModuleNotFoundError: No module named "
+    with pytest.raises(ScenarioError, match=r"broken.py:1: failed to load \(ModuleNotFoundError: No module named "
                                             r"'nosuchmodule_xyz'\); fix the scenario file"):
         load_scenario(str(f))

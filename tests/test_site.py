@@ -16,10 +16,13 @@ import pytest
 from factories import synthetic_run, variant, write_synthetic
 
 from reportgen import render, site
-from reportgen.bundle import load_run
+from reportgen.bundle import load_run, safe_component
 from reportgen.cli import main
-from reportgen.errors import BundleError, ConflictError, SiteError, UsageError
+from reportgen.errors import ConflictError, SiteError, UsageError
 from reportgen.model import OpRow, RunSource, VariantStatus
+from reportgen.site import build as site_build
+from reportgen.site import pages as site_pages
+from reportgen.site import plan as site_plan
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-def456"
@@ -163,8 +166,9 @@ def test_adding_a_run_keeps_older_pages_and_reuses_them(tmp_path: Path, monkeypa
     inode = (out / "runs" / RUN_A / "index.html").stat().st_ino
     write_synthetic(store, _run_b())  # type: ignore[arg-type]
     loaded: list[str] = []
-    real_load = site.load_run
-    monkeypatch.setattr(site, "load_run", lambda folder: loaded.append(folder.name) or real_load(folder))
+    real_load = site_pages.load_run
+    for module in (site_pages, site_plan):  # every place a build loads a bundle
+        monkeypatch.setattr(module, "load_run", lambda folder: loaded.append(folder.name) or real_load(folder))
     result = site.build_site(store, out, "/")
     assert loaded == [RUN_B]  # the unchanged run is not even parsed: its digest comes from the manifest
     assert (result.rendered, result.reused, result.carried) == (1, 1, 0)
@@ -188,32 +192,71 @@ def test_run_gone_from_store_keeps_its_page(tmp_path: Path) -> None:
     _assert_links_resolve(out)
 
 
-def test_failing_build_leaves_the_old_site_as_it_was(tmp_path: Path) -> None:
+def test_failing_build_leaves_the_old_site_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure that is not one bad bundle (here the disk filling while the index is written) fails the build
+    and leaves the old site byte for byte, with no temporary folder left."""
     store = _store_with(tmp_path, synthetic_run(with_traces=True))
     out = tmp_path / "site"
     site.build_site(store, out, "/")
     before = _hashes(out)
-    bad = store / RUN_B
-    bad.mkdir()
-    (bad / "run.json").write_text("{not json")
-    with pytest.raises(BundleError, match=r"run\.json: not valid JSON"):
-        site.build_site(store, out, "/")
+    write_synthetic(store, _run_b())  # type: ignore[arg-type]
+
+    def disk_full(*args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device", "index.html")
+
+    monkeypatch.setattr(site_build, "write_index", disk_full)
+    with pytest.raises(OSError, match="No space left on device"):
+        site.build_site(store, out, "/", jobs=1)
     assert _hashes(out) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith((".site-tmp-", ".site-old-"))]
 
 
-def test_failure_while_rendering_leaves_the_old_site(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_bad_bundle_is_named_and_left_out_while_the_others_build(tmp_path: Path, jobs: int) -> None:
+    """One unreadable run.json and one truncated trace: both named on stderr and on the index, the good run built."""
     store = _store_with(tmp_path, synthetic_run(with_traces=True))
-    out = tmp_path / "site"
-    site.build_site(store, out, "/")
-    before = _hashes(out)
-    run_b = _run_b()
-    folder = write_synthetic(store, run_b)  # type: ignore[arg-type]
+    bad_json = store / "20261202T000000Z-cpu-test-bad111"
+    bad_json.mkdir()
+    (bad_json / "run.json").write_text("{not json")
+    folder = write_synthetic(store, _run_b())  # type: ignore[arg-type]
     (folder / "traces" / "fused.pt.trace.json.gz").write_bytes(b"\x1f\x8b truncated")
-    with pytest.raises(Exception, match="fused.pt.trace.json.gz"):
-        site.build_site(store, out, "/")
-    assert _hashes(out) == before
+    warnings: list[str] = []
+    out = tmp_path / "site"
+    result = site.build_site(store, out, "/", jobs=jobs, warn=warnings.append)
+    assert [r["run_id"] for r in json.loads((out / "manifest.json").read_text())["runs"]] == [RUN_A]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [RUN_A]
+    assert [f.run_id for f in result.skipped] == [RUN_B, bad_json.name]  # by run id
+    assert len(warnings) == 2
+    assert "fused.pt.trace.json.gz" in warnings[0] and f"run {RUN_B} left out" in warnings[0]
+    assert "run.json: not valid JSON" in warnings[1] and bad_json.name in warnings[1]
+    index = (out / "index.html").read_text()
+    assert 'id="skipped"' in index and bad_json.name in index and RUN_B in index
+    assert "2 unreadable run(s) left out" in result.summary()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith((".site-tmp-", ".site-old-"))]
+
+
+def test_a_bundle_that_breaks_later_keeps_its_published_page(tmp_path: Path) -> None:
+    """Append-only: a run whose bundle became unreadable keeps the page an earlier build published."""
+    store = _store_with(tmp_path, synthetic_run(with_traces=True), _run_b())
+    out = tmp_path / "site"
+    site.build_site(store, out, "/")
+    page = _hashes(out / "runs" / RUN_B)
+    (store / RUN_B / "run.json").write_text("{not json")
+    warnings: list[str] = []
+    result = site.build_site(store, out, "/", warn=warnings.append)
+    assert _hashes(out / "runs" / RUN_B) == page
+    assert [r["run_id"] for r in json.loads((out / "manifest.json").read_text())["runs"]] == [RUN_A, RUN_B]
+    assert (result.reused, result.carried, len(warnings)) == (1, 1, 1)
+
+
+def test_the_cli_warns_on_stderr_and_exits_zero_with_a_bad_bundle(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    store = _store_with(tmp_path, synthetic_run())
+    (store / "20261202T000000Z-cpu-test-bad111").mkdir()
+    (store / "20261202T000000Z-cpu-test-bad111" / "run.json").write_text("[]")
+    assert main(["build", "--runs", str(store), "--out", str(tmp_path / "site")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("reportgen: warning: ") and "bad111" in err[0]
 
 
 def test_refuses_to_build_over_a_folder_that_is_not_a_site(tmp_path: Path) -> None:
@@ -292,7 +335,7 @@ def test_hostile_strings_are_inert_in_html_and_keep_markdown_tables_whole(tmp_pa
     assert "&lt;script&gt;alert(1)&lt;/script&gt;|x" in html
     assert "RuntimeError: &lt;script&gt;alert(1)&lt;/script&gt;|x\nsecond line</pre>" in html
     images = sorted(p.name for p in (out / "runs" / RUN_A).glob("timeline-*.svg"))
-    assert images == ["timeline-naive.svg", f"timeline-{site.safe_component(EVIL, 60)}.svg"]
+    assert images == ["timeline-naive.svg", f"timeline-{safe_component(EVIL, 60)}.svg"]
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", name) for name in images)
     for md_page in (out / "index.md", out / "runs" / RUN_A / "report.md"):
         text = md_page.read_text()
@@ -424,9 +467,12 @@ def test_a_link_inside_a_bundle_is_refused_and_nothing_outside_is_published(tmp_
     secret.write_bytes((folder / "traces" / "naive.pt.trace.json.gz").read_bytes())
     (folder / "traces" / "naive.pt.trace.json.gz").unlink()
     (folder / "traces" / "naive.pt.trace.json.gz").symlink_to(secret)
-    with pytest.raises(BundleError, match=r"naive.pt.trace.json.gz: is a symbolic link; files of a run bundle must be"):
-        site.build_site(store, tmp_path / "site", "/")
-    assert not (tmp_path / "site").exists()
+    warnings: list[str] = []
+    site.build_site(store, tmp_path / "site", "/", warn=warnings.append)
+    assert len(warnings) == 1
+    assert re.search(r"naive.pt.trace.json.gz: is a symbolic link; files of a run bundle must be", warnings[0])
+    assert not (tmp_path / "site" / "runs" / folder.name).exists()
+    assert not [p for p in (tmp_path / "site").rglob("*") if p.is_file() and p.read_bytes() == secret.read_bytes()]
 
 
 def test_device_artifacts_are_downloadable_from_the_run_page(tmp_path: Path) -> None:

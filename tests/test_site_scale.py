@@ -14,6 +14,7 @@ from reportgen import analysis, plots, site
 from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.errors import SiteError, UsageError
 from reportgen.model import VariantStatus
+from reportgen.site import fs, manifest, pages, workers
 
 
 @pytest.fixture(autouse=True)
@@ -47,45 +48,45 @@ def test_parallel_build_writes_the_same_bytes_as_a_serial_build(tmp_path: Path) 
     assert hashes == _hashes(tmp_path / "parallel")
 
 
-def _record_pid(task: site.RunPageTask) -> site.RenderedPage:
+def _record_pid(task: pages.RunPageTask) -> pages.RenderedPage:
     """Stands in for rendering: notes which process got the task."""
     task.dest.mkdir(parents=True)
     (task.dest / "pid").write_text(str(os.getpid()))
     run = synthetic_run(run_id=task.dest.name)
-    entry = site.ManifestEntry(run.run_id, "0" * 64, task.renderer_version)
-    return site.RenderedPage(run, site.SiteRun(entry, analysis.digest(run), site.PageOrigin.RENDERED), 2)
+    entry = manifest.ManifestEntry(run.run_id, "0" * 64, task.renderer_version)
+    return pages.RenderedPage(run, manifest.SiteRun(entry, analysis.digest(run), manifest.PageOrigin.RENDERED), 2)
 
 
-def _tasks(tmp_path: Path, n: int) -> list[site.RunPageTask]:
-    return [site.RunPageTask(tmp_path, tmp_path / "out" / f"r{i}", "v") for i in range(n)]
+def _tasks(tmp_path: Path, n: int) -> list[pages.RunPageTask]:
+    return [pages.RunPageTask(tmp_path, tmp_path / "out" / f"r{i}", "v") for i in range(n)]
 
 
 def test_run_pages_are_spread_over_worker_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(site, "_render_task", _record_pid)
+    monkeypatch.setattr(pages, "render_task", _record_pid)
     tasks = _tasks(tmp_path, 12)
-    rendered = site.render_run_pages(tasks, jobs=2)
+    rendered = pages.render_run_pages(tasks, jobs=2)
     assert [r.site_run.entry.run_id for r in rendered] == [f"r{i}" for i in range(12)]  # in task order
     pids = {(t.dest / "pid").read_text() for t in tasks}
     assert str(os.getpid()) not in pids and len(pids) == 2
 
 
 def test_few_pages_are_rendered_in_the_build_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(site, "_render_task", _record_pid)
-    tasks = _tasks(tmp_path, site.MIN_PAGES_PER_WORKER * 2 - 1)
-    site.render_run_pages(tasks, jobs=8)
+    monkeypatch.setattr(pages, "render_task", _record_pid)
+    tasks = _tasks(tmp_path, workers.MIN_PAGES_PER_WORKER * 2 - 1)
+    pages.render_run_pages(tasks, jobs=8)
     assert {(t.dest / "pid").read_text() for t in tasks} == {str(os.getpid())}
 
 
-def _fail_on_r5(task: site.RunPageTask) -> site.RenderedPage:
+def _fail_on_r5(task: pages.RunPageTask) -> pages.RenderedPage:
     if task.dest.name in ("r5", "20261206T000000Z-cpu-scale-005"):
         raise SiteError(f"{task.dest.name}: broken on purpose")
     return _record_pid(task)
 
 
 def test_a_worker_error_reaches_the_build_with_its_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(site, "_render_task", _fail_on_r5)
+    monkeypatch.setattr(pages, "render_task", _fail_on_r5)
     with pytest.raises(SiteError) as err:
-        site.render_run_pages(_tasks(tmp_path, 12), jobs=2)
+        pages.render_run_pages(_tasks(tmp_path, 12), jobs=2)
     assert str(err.value) == "r5: broken on purpose"
 
 
@@ -97,7 +98,7 @@ def test_a_failing_parallel_build_leaves_the_old_site(tmp_path: Path, monkeypatc
     before = _hashes(out)
     for i in range(1, 10):
         write_synthetic(store, _run(i, with_traces=False))  # type: ignore[arg-type]
-    monkeypatch.setattr(site, "_render_task", _fail_on_r5)
+    monkeypatch.setattr(pages, "render_task", _fail_on_r5)
     with pytest.raises(SiteError, match="^20261206T000000Z-cpu-scale-005: broken on purpose$"):
         site.build_site(store, out, "/", jobs=2)
     assert _hashes(out) == before
@@ -110,7 +111,7 @@ def test_reportgen_jobs_must_be_a_positive_count(tmp_path: Path, monkeypatch: py
         site.build_site(tmp_path, tmp_path / "site", "/")
     assert str(err.value) == "REPORTGEN_JOBS='0': expected a whole number of processes, 1 or more"
     monkeypatch.setenv("REPORTGEN_JOBS", "3")
-    assert site.default_jobs() == 3
+    assert workers.default_jobs() == 3
 
 
 def test_unchanged_run_pages_are_hard_links_to_the_old_ones(tmp_path: Path) -> None:
@@ -139,7 +140,7 @@ def _digests() -> list[analysis.RunDigest]:
 def test_fast_manifest_digest_decodes_exactly_as_the_codec() -> None:
     for d in _digests():
         data = json.loads(json.dumps(to_jsonable(d)))
-        assert site.digest_from_manifest(data) == from_jsonable(analysis.RunDigest, data, "m") == d
+        assert manifest.digest_from_manifest(data) == from_jsonable(analysis.RunDigest, data, "m") == d
 
 
 @pytest.mark.parametrize("change", [
@@ -157,7 +158,7 @@ def test_fast_manifest_digest_decodes_exactly_as_the_codec() -> None:
 def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: object) -> None:
     data = json.loads(json.dumps(to_jsonable(_digests()[0])))
     change(data)  # type: ignore[operator]
-    assert site.digest_from_manifest(data) is None
+    assert manifest.digest_from_manifest(data) is None
 
 
 def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> None:
@@ -196,12 +197,12 @@ def _link_fails(src: Path, dst: Path) -> None:
     raise OSError(28, "No space left on device", str(dst))
 
 
-@pytest.mark.parametrize(("name", "fake", "error", "message"), [
-    ("write_run_page", _page_fails, SiteError, "20261204T000000Z-cpu-scale-003: page broken on purpose"),
-    ("_link_tree", _link_fails, OSError, "No space left on device"),
+@pytest.mark.parametrize(("owner", "name", "fake", "error", "message"), [
+    (pages, "write_run_page", _page_fails, SiteError, "20261204T000000Z-cpu-scale-003: page broken on purpose"),
+    (fs, "link_tree", _link_fails, OSError, "No space left on device"),
 ])
 def test_a_failing_background_child_fails_the_build_and_leaves_the_old_site(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fake: object, error: type[Exception],
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, owner: object, name: str, fake: object, error: type[Exception],
         message: str) -> None:
     store, out = tmp_path / "results", tmp_path / "site"
     for i in range(3):
@@ -209,7 +210,7 @@ def test_a_failing_background_child_fails_the_build_and_leaves_the_old_site(
     site.build_site(store, out, "/", jobs=1)
     before = _hashes(out)
     write_synthetic(store, _run(3))  # type: ignore[arg-type]
-    monkeypatch.setattr(site, name, fake)  # the forked child inherits the fake
+    monkeypatch.setattr(owner, name, fake)  # the forked child inherits the fake
     with pytest.raises(error, match=message):
         site.build_site(store, out, "/", jobs=2)
     assert _hashes(out) == before
@@ -227,9 +228,9 @@ def _sleep_forever(items: list[int]) -> None:
 
 
 def test_a_child_that_dies_without_a_word_is_an_error_and_one_left_running_is_killed() -> None:
-    with pytest.raises(SiteError, match=r"a build process died \(exit 3\)"), site._in_background(_die, [1]) as wait:
+    with pytest.raises(SiteError, match=r"a build process died \(exit 3\)"), workers.in_background(_die, [1]) as wait:
         wait()
-    with pytest.raises(RuntimeError, match="caller failed"), site._in_background(_sleep_forever, [1]):
+    with pytest.raises(RuntimeError, match="caller failed"), workers.in_background(_sleep_forever, [1]):
         raise RuntimeError("caller failed")  # leaving the block kills the child instead of waiting a minute
 
 
@@ -260,7 +261,7 @@ def _alarm(seconds: int) -> object:
 def test_a_child_error_bigger_than_the_pipe_is_reported_not_waited_on_forever() -> None:
     signal = _alarm(30)
     try:
-        with pytest.raises(SiteError) as err, site._in_background(_huge_error, [1]) as wait:
+        with pytest.raises(SiteError) as err, workers.in_background(_huge_error, [1]) as wait:
             wait()
     finally:
         signal.alarm(0)  # type: ignore[attr-defined]
@@ -268,5 +269,5 @@ def test_a_child_error_bigger_than_the_pipe_is_reported_not_waited_on_forever() 
 
 
 def test_a_child_error_that_does_not_unpickle_keeps_its_text() -> None:
-    with pytest.raises(SiteError, match="^_TwoArgError: page: broken$"), site._in_background(_two_arg_error, [1]) as wait:
+    with pytest.raises(SiteError, match="^_TwoArgError: page: broken$"), workers.in_background(_two_arg_error, [1]) as wait:
         wait()

@@ -81,7 +81,6 @@ def test_real_trace_lanes_and_top_level_fields() -> None:
     amd = read_trace(SHARED_TRACES / "amd_trace.trace.json.gz")
     assert Counter(e.lane for e in amd.events) == {Lane.FRAMEWORK: 73, Lane.RUNTIME: 21, Lane.DEVICE: 18,
                                                    Lane.OTHER: 1}
-    assert amd.display_time_unit == "ms"
     assert amd.base_time_ns == 1735632360000000000
     assert amd.device_names[0] == "AMD Radeon Graphics"
     assert [e.name for e in profiler_steps(amd)] == ["ProfilerStep#1", "ProfilerStep#2"]
@@ -90,15 +89,13 @@ def test_real_trace_lanes_and_top_level_fields() -> None:
     assert not cpu.has_device_lane
     assert (cpu.rank, cpu.world_size) == (34, 300)
     crit = read_trace(SHARED_TRACES / "critical_path.trace.json.gz")
-    assert crit.base_time_ns is None and crit.display_time_unit is None
-    assert crit.process_names["2869224"] == "python3.10"
+    assert crit.base_time_ns is None
 
 
 def test_times_are_microseconds_whatever_display_time_unit_says() -> None:
     data = _trace(_x("a", 10.5, 2.25), displayTimeUnit="ns", baseTimeNanoseconds=1_700_000_000_000_000_000)
     trace = read_trace_bytes(data, "t.json")
     assert (trace.events[0].start_us, trace.events[0].duration_us) == (10.5, 2.25)
-    assert trace.display_time_unit == "ns"
     assert trace.base_time_ns == 1_700_000_000_000_000_000
 
 
@@ -140,7 +137,6 @@ def test_bare_array_format_and_metadata_and_instants() -> None:
     ]).encode()
     trace = read_trace_bytes(data, "t.json")
     assert [e.name for e in trace.events] == ["a"]
-    assert trace.thread_names == {"1/3": "main"}
     assert trace.device_kind_hint == "cpu"
 
 

@@ -41,7 +41,7 @@ def _inplace_double(x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tens
 
 
 def test_inplace_variant_gets_fresh_inputs_and_leaves_the_originals_alone(tmp_path: Path) -> None:
-    from reportgen.backends.cpu import CpuBackend
+    from reportgen.devices.cpu import CpuBackend
     from reportgen.measure import MeasureSettingsIn, VariantInputs, measure_variant
 
     x, r = torch.arange(4.0), torch.ones(4)
@@ -89,11 +89,11 @@ def test_parameters_are_typed_and_checked() -> None:
     assert [p.show(v) for p, v in zip(sc.params, (1e-5, True, 0), strict=True)] == ["1e-05", "true", "0"]
     with pytest.raises(ScenarioError, match=r"--param nope: scenario 's' declares no such parameter \(it declares: "
                                             r"eps, causal, dim\)"):
-        sc.resolve_params({"nope": "1"}, {})
+        sc.resolve_params({"nope": "1"}, {}, flag="--param")
     with pytest.raises(ScenarioError, match=r"--param eps='small': expected float \(epsilon\)"):
-        sc.resolve_params({"eps": "small"}, {})
+        sc.resolve_params({"eps": "small"}, {}, flag="--param")
     with pytest.raises(ScenarioError, match=r"--param causal='maybe': expected bool"):
-        sc.resolve_params({"causal": "maybe"}, {})
+        sc.resolve_params({"causal": "maybe"}, {}, flag="--param")
     seen: list[object] = []
     sc2 = _scenario(params=(Param("eps", float, 1.0),), make_inputs=lambda *a: seen.extend(a) or (1,))
     assert sc2.make((2,), "float32", 0, "cpu", {"eps": 2.0}) == (1,) and seen[-1] == {"eps": 2.0}
@@ -126,8 +126,8 @@ def test_an_error_in_the_scenarios_own_function_names_its_file_and_line(tmp_path
     exec(compile(f.read_text(), str(f), "exec"), ns)
     sc = _scenario(source_file=str(f))
     with pytest.raises(ScenarioError, match=rf"^{f}:2: reference raised ZeroDivisionError: division by zero; "
-                                            "fix the scenario$"):
-        call_scenario(sc, "reference", ns["reference"], 1)
+                                            "fix the scenario file$"):
+        call_scenario(ns["reference"], "reference", 1, source_file=sc.source_file)
 
 
 BROKEN_REFERENCE = '''

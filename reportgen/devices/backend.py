@@ -1,20 +1,32 @@
-"""What differs per device: placement, sync, profiler set-up, compile, fingerprint, roofline peak.
+"""The profiling backend interface: placement, sync, profiler set-up, compile, fingerprint, roofline peak.
 
-Backends import torch lazily: importing this package never needs torch.
+Each device module (``reportgen/devices/<device>.py``) defines its Backend subclass. Backends
+import torch lazily: importing the devices package never needs torch.
 """
 
 from __future__ import annotations
 
 import abc
+import importlib
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from reportgen.errors import DeviceUnavailable
 from reportgen.model import Artifact, DeviceKind, DevicePeak, TimeBasis
 
 PEAK_OVERRIDE_ENV = "REPORTGEN_PEAK_BANDWIDTH_GBPS"
+
+
+def import_torch() -> Any:
+    """``import torch`` or a one-line DeviceUnavailable saying how to install it."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        raise DeviceUnavailable("torch is not installed; profiling needs it: pip install torch==2.13.0 "
+                                "then pip install -e '.[profile]' (building reports does not)") from None
 
 
 class Backend(abc.ABC):
@@ -61,7 +73,7 @@ class Backend(abc.ABC):
         return (traces[0] if traces else None, [])
 
     def environment_extras(self) -> dict[str, str | None]:
-        """Device-specific environment fields (versions, driver)."""
+        """Device-specific environment fields (versions, driver): the device's ``environment_fields``."""
         return {}
 
     def peak_override(self) -> DevicePeak | None:

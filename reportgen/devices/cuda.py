@@ -1,14 +1,22 @@
-"""The CUDA backend (also ROCm builds of torch): CPU + CUDA activities, inductor, copy-benchmark peak."""
+"""NVIDIA GPUs through CUDA: the backend (also used by ROCm builds of torch), Kineto's GPU lanes, CUDA versions.
+
+Profiling: CPU + CUDA activities, inductor, copy-benchmark peak.
+"""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reportgen.backends.base import Backend, measure_copy_bandwidth
+from reportgen.devices.backend import Backend, import_torch, measure_copy_bandwidth
+from reportgen.devices.lanes import KINETO_GPU_DEVICE_CATEGORIES, KINETO_GPU_WORK_CATEGORIES, LaneRules
+from reportgen.devices.spec import Device, EnvField, TraceEvidence
 from reportgen.errors import DeviceUnavailable
 from reportgen.model import DeviceKind, DevicePeak, TimeBasis
+
+if TYPE_CHECKING:
+    from reportgen.trace import Trace
 
 COPY_BENCH_BYTES = 2 * 1024 * 1024 * 1024
 
@@ -20,8 +28,6 @@ class CudaBackend(Backend):
     time_basis = TimeBasis.DEVICE
 
     def check_available(self) -> None:
-        from reportgen.backends import import_torch
-
         torch = import_torch()
         if not torch.cuda.is_available():
             raise DeviceUnavailable("--device cuda: torch.cuda.is_available() is False here; "
@@ -74,3 +80,24 @@ def _nvidia_driver() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+
+
+def _extras_from_trace(trace: Trace) -> dict[str, str]:
+    """Kineto writes the CUDA runtime version as an integer (12040 -> "12.4")."""
+    runtime = trace.cuda_runtime_version
+    return {"cuda_version": f"{runtime // 1000}.{runtime % 1000 // 10}"} if runtime else {}
+
+
+DEVICE = Device(
+    kind=DeviceKind.CUDA,
+    title="NVIDIA GPU (CUDA)",
+    lanes=LaneRules(device_categories=KINETO_GPU_DEVICE_CATEGORIES | {"cuda_sync", "cuda_profiler_range"},
+                    device_work_categories=KINETO_GPU_WORK_CATEGORIES),
+    evidence=TraceEvidence(runtime_name_prefixes=("cu",), device_name_contains=("nvidia",),
+                           category_prefixes=("cuda",)),
+    evidence_rank=40,
+    environment_fields=(EnvField("cuda_version", "CUDA"), EnvField("driver_version", "driver", compared=False)),
+    backend=CudaBackend,
+    auto_rank=20,
+    extras_from_trace=_extras_from_trace,
+)

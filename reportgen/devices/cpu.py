@@ -1,4 +1,4 @@
-"""The CPU backend: CPU activity only, inductor compile, peak from a copy benchmark."""
+"""The host CPU: CPU activity only, inductor compile, peak from a copy benchmark; no device lane."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import platform
 from collections.abc import Callable
 from typing import Any
 
-from reportgen.backends.base import Backend, measure_copy_bandwidth
+from reportgen.devices.backend import Backend, import_torch, measure_copy_bandwidth
+from reportgen.devices.spec import Device, TraceEvidence
 from reportgen.model import DeviceKind, DevicePeak, TimeBasis
 
 COPY_BENCH_BYTES = 256 * 1024 * 1024
@@ -19,8 +20,6 @@ class CpuBackend(Backend):
     time_basis = TimeBasis.CPU
 
     def check_available(self) -> None:
-        from reportgen.backends import import_torch
-
         import_torch()
 
     def torch_device(self) -> Any:
@@ -54,3 +53,13 @@ class CpuBackend(Backend):
             return override
         bw, how = measure_copy_bandwidth(torch, torch.device("cpu"), self.synchronize, COPY_BENCH_BYTES)
         return DevicePeak(bw, None, f"{how}, {torch.get_num_threads()} threads")
+
+
+DEVICE = Device(
+    kind=DeviceKind.CPU,
+    title="CPU",
+    evidence=TraceEvidence(no_device_activity=True),
+    evidence_rank=20,
+    backend=CpuBackend,
+    auto_rank=30,
+)

@@ -1,0 +1,203 @@
+"""``reportgen build``: the stages of a build, from the lock to the swap.
+
+1. check ``--out`` (refusals change nothing: no lock file, no folder), lock the site, read the old manifest;
+2. plan (:mod:`reportgen.site.plan`): reuse, render or carry each run's page;
+3. write into a temporary folder next to the site (:mod:`reportgen.site.pages`, in background processes
+   from :mod:`reportgen.site.workers`); a bundle that cannot be read or drawn is left out and named;
+4. swap the folder into place (:mod:`reportgen.site.fs`); a failure at any stage leaves the old site as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from reportgen.bundle import list_run_dirs, make_temp_dir
+from reportgen.errors import SiteError, UsageError
+from reportgen.site import fs
+from reportgen.site.manifest import (
+    MANIFEST_FILE,
+    NOJEKYLL,
+    RUNS_DIR,
+    PageOrigin,
+    SiteRun,
+    read_manifest,
+    write_manifest,
+)
+from reportgen.site.pages import (
+    FailedPage,
+    RenderedPage,
+    RunPageTask,
+    render_run_pages,
+    render_task,
+    write_index,
+    write_pages,
+    write_static,
+)
+from reportgen.site.plan import SitePlan, gather, load_latest
+from reportgen.site.workers import default_jobs, in_background, render_workers
+
+SITE_MARKERS = (MANIFEST_FILE, NOJEKYLL)
+"""Files every built site holds: a folder with both is a site another build must not be put inside."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build did, for the CLI's one-line summary."""
+
+    out: Path
+    runs_total: int
+    rendered: int
+    reused: int
+    carried: int
+    pages_written: int
+    skipped: tuple[FailedPage, ...] = ()
+
+    def summary(self) -> str:
+        """One line: pages written, runs, output folder."""
+        left_out = f"; {len(self.skipped)} unreadable run(s) left out" if self.skipped else ""
+        return (f"built {self.out}: {self.pages_written} page(s) written, {self.runs_total} run(s) "
+                f"({self.rendered} rendered, {self.reused} unchanged, {self.carried} kept from earlier builds)"
+                f"{left_out}")
+
+
+def warn_on_stderr(message: str) -> None:
+    """The default warning sink of a build: one line on stderr."""
+    print(f"reportgen: warning: {message}", file=sys.stderr)
+
+
+def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
+               warn: Callable[[str], None] = warn_on_stderr) -> BuildResult:
+    """Build the site for every run in ``store`` into ``out``, atomically, keeping older run pages.
+
+    ``jobs``: processes that render run pages (default: $REPORTGEN_JOBS, else the usable CPUs).
+    ``warn``: told one line per stored run left out because it cannot be read or drawn.
+    """
+    base = normalise_base_url(base_url)
+    jobs = default_jobs() if jobs is None else jobs
+    if not store.is_dir():
+        raise SiteError(f"{store}: no such results folder; run 'reportgen profile' first or pass --runs FOLDER")
+    if not list_run_dirs(store):
+        raise SiteError(f"{store}: holds no runs; run 'reportgen profile' or 'reportgen import' first "
+                        "(the site was not changed)")
+    fs.check_build_target(out, store, SITE_MARKERS)
+    read_manifest(out)  # refuse a folder that is not a site before the lock file is made
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with fs.exclusive_lock(out):
+        fs.clear_leftovers(out, Path(MANIFEST_FILE))
+        old_entries = read_manifest(out)
+        plan = gather(store, out, old_entries)
+        tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
+        try:
+            os.chmod(tmp, 0o755)
+            pages, published, skipped = write_site(plan, tmp, base, out, jobs)
+            fs.swap(tmp, out)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    for failure in skipped:
+        warn(f"{failure.reason} (run {failure.run_id} left out of this build)")
+    counts = {o: sum(1 for r in published if r.origin is o) for o in PageOrigin}
+    return BuildResult(out, len(published), counts[PageOrigin.RENDERED], counts[PageOrigin.REUSED],
+                       counts[PageOrigin.CARRIED], pages, tuple(skipped))
+
+
+def normalise_base_url(base_url: str) -> str:
+    """``/myrepo`` -> ``/myrepo/``; an absolute http(s) URL is kept; anything else is a usage error."""
+    if not (base_url.startswith("/") or base_url.startswith(("https://", "http://"))) or any(
+        c in base_url for c in "\"'<> \t\n\\"
+    ):
+        raise UsageError(f"--base-url {base_url!r}: expected a path like /myrepo/ or an http(s) URL")
+    return base_url if base_url.endswith("/") else base_url + "/"
+
+
+def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: int = 1
+               ) -> tuple[int, list[SiteRun], list[FailedPage]]:
+    """Write the whole site under ``root``; returns the pages written, the runs published and those left out.
+
+    Unchanged run folders are linked from the old site by a child process throughout. New pages
+    are rendered by worker processes (many), by a child beside the index (a few, with ``jobs`` > 1)
+    or here; then what lists every run: the index, the history charts and the manifest.
+    """
+    (root / RUNS_DIR).mkdir()
+    tasks: list[RunPageTask] = []
+    done: list[SiteRun] = []
+    links: list[tuple[Path, Path]] = []
+    for p in plan.runs:
+        dest = root / RUNS_DIR / p.run_id
+        if p.known is None:
+            tasks.append(RunPageTask(p.page_source, dest, plan.renderer_version))
+        else:
+            links.append((p.page_source, dest))
+            done.append(p.known)
+    with in_background(fs.link_trees, links) as links_done:
+        from reportgen import plots  # noqa: F401  matplotlib, once, after the linker's fork and before the workers'
+
+        if tasks and jobs > 1 and render_workers(len(tasks), jobs) == 1:
+            # A few new pages (adding runs to a site): a child writes them while this process writes the index.
+            with in_background(write_pages, tasks) as pages_done:
+                rendered, failed = _split([render_task(t, write=False) for t in tasks])
+                kept = _keep_old_pages(failed, plan, root, old_site)
+                pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
+                late = [f for f in pages_done() or [] if f.run_id not in {x.run_id for x in failed}]
+            if late:  # the child could not draw a page the index lists: list the runs again without it
+                gone = {f.run_id for f in late}
+                rendered = [r for r in rendered if r.site_run.entry.run_id not in gone]
+                failed = sorted([*failed, *late], key=lambda f: f.run_id)
+                kept += _keep_old_pages(late, plan, root, old_site)
+                _remove_lists(root)
+                pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
+        else:
+            rendered, failed = _split(render_run_pages(tasks, jobs))
+            kept = _keep_old_pages(failed, plan, root, old_site)
+            pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
+        links_done()
+    return pages, [*done, *kept, *(r.site_run for r in rendered)], failed
+
+
+def _split(results: list[RenderedPage | FailedPage]) -> tuple[list[RenderedPage], list[FailedPage]]:
+    """Pages made, and bundles left out (by run id)."""
+    failed = sorted((r for r in results if isinstance(r, FailedPage)), key=lambda f: f.run_id)
+    return [r for r in results if isinstance(r, RenderedPage)], failed
+
+
+def _keep_old_pages(failed: list[FailedPage], plan: SitePlan, root: Path, old_site: Path) -> list[SiteRun]:
+    """The old site's pages of runs whose bundles can no longer be drawn: linked as they were (append-only)."""
+    fallbacks = {p.run_id: p.fallback for p in plan.runs if p.fallback is not None}
+    kept = []
+    for f in failed:
+        old = fallbacks.get(f.run_id)
+        if old is not None:
+            fs.link_tree(old_site / RUNS_DIR / f.run_id, root / RUNS_DIR / f.run_id)
+            kept.append(old)
+    return kept
+
+
+def _remove_lists(root: Path) -> None:
+    """Delete what _write_lists wrote, so that it can write them again."""
+    for folder in ("history", "latest", "help", "assets"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+    for name in ("index.html", "index.md", NOJEKYLL, MANIFEST_FILE):
+        (root / name).unlink(missing_ok=True)
+
+
+def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list[FailedPage], plan: SitePlan,
+                 root: Path, base_url: str, old_site: Path) -> int:
+    """What lists every run: the index (with the newest run's summary), history charts, assets, the manifest."""
+    every = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.digest.created_utc, r.digest.run_id))
+    runs = [r for r in every if r.entry.run_id not in plan.withdrawn]
+    latest = None
+    if runs:
+        newest = runs[-1]
+        fresh = next((r.run for r in rendered if r.site_run.entry.run_id == newest.entry.run_id), None)
+        latest = fresh or load_latest(next(p for p in plan.runs if p.run_id == newest.entry.run_id), newest,
+                                      old_site)
+    pages = sum(r.pages for r in rendered)
+    pages += write_index([r.digest for r in runs], latest, root, base_url, failed)
+    write_static(root)
+    write_manifest(every, root, base_url)
+    return pages

@@ -1,0 +1,184 @@
+"""File-system operations of the site, shared by ``build`` and ``publish``: the lock, the swap, links.
+
+A site ``<parent>/<name>`` has its lock beside it, ``<parent>/.<name>.lock``: a build holds it
+exclusively for its whole run, a publish holds it shared while it reads the site. A build writes
+into ``.site-tmp-*`` next to the site and swaps it into place; where the system cannot exchange two
+folders in one step, the old site is moved aside to ``.site-old-*`` first, under a name that carries
+a hash of the site's exact name, so the next build of that site (and only of that site) puts it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from reportgen.bundle import make_temp_dir, remove_stale_temp_dirs, temp_owner_tag
+from reportgen.errors import ConflictError, SiteError
+
+TMP_PREFIX = ".site-tmp-"
+OLD_PREFIX = ".site-old-"
+BUILD_PREFIXES = (TMP_PREFIX, OLD_PREFIX)
+"""Folders a build keeps next to the site while it runs; publish refuses a site with one beside it."""
+
+
+def lock_path(site: Path) -> Path:
+    """The lock file of a site: ``.<name>.lock`` beside it."""
+    return site.parent / f".{site.name}.lock"
+
+
+@contextlib.contextmanager
+def exclusive_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive, non-blocking lock beside the site for the whole build."""
+    with open(lock_path(out), "a+b") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConflictError(f"another reportgen build or publish is using {out}; wait for it to finish") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def shared_lock(site: Path) -> Iterator[None]:
+    """Hold a shared lock on the build's lock file; SiteError while a build holds it exclusively."""
+    path = lock_path(site.resolve())
+    if not path.exists():
+        yield
+        return
+    with open(path, "rb") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SiteError(f"{site}: a site build is in progress ({path} is locked); wait for it, "
+                            "then publish") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def name_tag(out: Path) -> str:
+    """A tag for ``out``'s temporary folders that only its exact name gives (``site`` and ``a-site`` differ)."""
+    return hashlib.sha256(os.fsencode(out.name)).hexdigest()[:16]
+
+
+def swap(tmp: Path, out: Path) -> None:
+    """Put the new site in place: one atomic exchange of the folders where the system has it, else two renames.
+
+    After an exchange ``tmp`` holds the old site (the caller deletes it). Without one, the old site is moved
+    aside first; a kill between the two renames leaves it there, and the next build puts it back.
+    """
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    if exchange(tmp, out):
+        return
+    aside = make_temp_dir(out.parent, name_tag(out), OLD_PREFIX)
+    os.rmdir(aside)
+    os.rename(out, aside)
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        os.rename(aside, out)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step with Linux's renameat2(RENAME_EXCHANGE); False where it is not available."""
+    try:
+        func = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if func(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def own_aside_pattern(out: Path) -> re.Pattern[str]:
+    """Names of ``out``'s moved-aside copies on this host (any process id), and of no other site's."""
+    host = temp_owner_tag().rsplit("-p", 1)[0]
+    return re.compile(rf"{re.escape(OLD_PREFIX + host)}-p\d+-{name_tag(out)}-[A-Za-z0-9_]+")
+
+
+def clear_leftovers(out: Path, is_site: Path) -> None:
+    """Under the lock: put back ``out`` if a killed build had moved it aside, then delete killed builds' folders.
+
+    ``is_site``: the file (relative to a site) that a moved-aside copy must hold to be put back. Only
+    ``out``'s own moved-aside copies are considered; a neighbour's stays for its own next build.
+    """
+    pattern = own_aside_pattern(out)
+    stale = [p for p in remove_stale_temp_dirs(out.parent, OLD_PREFIX, dry_run=True) if pattern.fullmatch(p.name)]
+    if not out.exists() and len(stale) == 1 and (stale[0] / is_site).is_file():
+        os.rename(stale[0], out)
+        stale = []
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
+    remove_stale_temp_dirs(out.parent, TMP_PREFIX)
+
+
+def link_trees(pairs: list[tuple[Path, Path]]) -> None:
+    """Recreate each (old folder, new folder) pair by hard links."""
+    for src, dst in pairs:
+        link_tree(src, dst)
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """Recreate an unchanged run folder of the old site by hard links (no bytes copied); copy across devices."""
+    os.mkdir(dst)
+    with os.scandir(src) as entries:
+        for entry in entries:
+            target = os.path.join(dst, entry.name)
+            if entry.is_dir(follow_symlinks=False):
+                link_tree(Path(entry.path), Path(target))
+                continue
+            try:
+                os.link(entry.path, target, follow_symlinks=False)
+            except OSError:
+                shutil.copy2(entry.path, target, follow_symlinks=False)
+
+
+def enclosing_site(path: Path, markers: tuple[str, ...]) -> Path | None:
+    """The nearest folder above ``path`` (not ``path`` itself) holding every file of ``markers``: a site."""
+    for parent in path.parents:
+        if all((parent / m).is_file() for m in markers):
+            return parent
+    return None
+
+
+def check_build_target(out: Path, store: Path, markers: tuple[str, ...]) -> None:
+    """Refuse, before anything is written (no lock file, no folder), an ``--out`` a build must not use."""
+    resolved = out.resolve()
+    if not out.name or resolved == Path(resolved.anchor):
+        raise SiteError(f"--out {str(out)!r}: pass a folder to build the site in, not the file-system root "
+                        "(nothing was changed)")
+    if out.is_symlink():
+        raise SiteError(f"{out}: is a symbolic link; pass --out the real site folder (the lock is kept beside it)")
+    store_dir = store.resolve()
+    if resolved == store_dir or store_dir in resolved.parents:
+        raise SiteError(f"--out {out}: is inside the results folder {store}; build the site outside it "
+                        "(nothing was changed)")
+    site = enclosing_site(resolved, markers)
+    if site is not None:
+        raise SiteError(f"--out {out}: is inside the site {site}; pass the site folder itself or a folder "
+                        "outside it (nothing was changed)")
+    if out.exists() and not out.is_dir():
+        raise SiteError(f"{out}: is a file, not a site folder; pass --out a folder")

@@ -1,0 +1,299 @@
+"""Page writers: run pages (in parallel), their charts and published data files, the index, help and assets."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reportgen import __version__, analysis
+from reportgen.bundle import RUN_FILE, load_run, member_file, safe_component, slug
+from reportgen.errors import BundleError, TraceError, UsageError
+from reportgen.model import Run
+from reportgen.render import TEMPLATES_DIR, markdown_to_html, render_html, render_md
+from reportgen.site.manifest import DATA_DIR, NOJEKYLL, ManifestEntry, PageOrigin, SiteRun
+from reportgen.site.workers import render_workers, worker_init
+from reportgen.withdrawn import read_withdrawn
+
+PAGES_PER_RUN = 2
+"""A run's folder holds two pages: index.html and report.md."""
+HELP_DOC = "reading-a-report.md"
+"""The help page's Markdown, shipped with the templates (docs/reading-a-report.md in the repository)."""
+STATIC_FILES = ("style.css", "favicon.svg")
+GZIP_MAGIC = b"\x1f\x8b"
+ARTIFACT_SUFFIXES = {"neff": ".neff", "ntff": ".ntff", "pb": ".pb", "device-summary": ".json"}
+"""The published suffix of each artifact kind; any other kind is published as ``.bin`` (a download, never a
+page a browser would run)."""
+OTHER_SUFFIX = ".bin"
+BAD_DATA = (BundleError, TraceError)
+"""A stored run failing with these (unreadable run.json, missing or broken trace) is left out of a build and
+named; any other error fails the build and leaves the old site."""
+
+
+@dataclass(frozen=True)
+class RunPageTask:
+    """One run page to render: the bundle, the folder to create, and the renderer's version for the manifest."""
+
+    bundle: Path
+    dest: Path
+    renderer_version: str
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    """A page rendered now: the run (loaded once, in the worker), its manifest entry and digest, pages written."""
+
+    run: Run
+    site_run: SiteRun
+    pages: int
+
+
+@dataclass(frozen=True)
+class FailedPage:
+    """A bundle whose page could not be made: its folder name and the one-line reason (it names the file)."""
+
+    run_id: str
+    reason: str
+
+
+def render_run_pages(tasks: list[RunPageTask], jobs: int) -> list[RenderedPage | FailedPage]:
+    """Render every task's run page, across up to ``jobs`` processes; the bytes are the same as a serial build's.
+
+    Workers are forked (Linux only; elsewhere pages render in this process): they start in
+    milliseconds with everything imported, and need no ``__main__`` guard in the caller's script.
+    Each page is written by exactly one worker into its own folder.
+    """
+    workers = render_workers(len(tasks), jobs)
+    if workers == 1:
+        return [render_task(t) for t in tasks]
+    chunk = max(1, min(16, len(tasks) // (workers * 4)))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=worker_init, initargs=(os.getpid(),))
+    try:
+        return list(pool.map(render_task, tasks, chunksize=chunk))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedPage:
+    """Worker entry point: load one bundle, render its page (unless ``write`` is False), and return what the
+    index needs of it; a bundle that cannot be read or drawn is a FailedPage (its folder removed)."""
+    try:
+        run = load_run(task.bundle)
+        entry = ManifestEntry(run.run_id, sha256_file(task.bundle / RUN_FILE), task.renderer_version)
+        view = analysis.run_view(run)
+    except BAD_DATA as exc:
+        return FailedPage(task.bundle.name, exc.message)
+    try:
+        pages = write_run_page(run, task.bundle, task.dest, view) if write else PAGES_PER_RUN
+    except BAD_DATA as exc:
+        shutil.rmtree(task.dest, ignore_errors=True)
+        return FailedPage(task.bundle.name, exc.message)
+    return RenderedPage(run, SiteRun(entry, analysis.digest(run, view), PageOrigin.RENDERED), pages)
+
+
+def write_pages(tasks: list[RunPageTask]) -> list[FailedPage]:
+    """Write the pages of runs already loaded elsewhere (a background child); the ones that failed."""
+    failed = []
+    for task in tasks:
+        try:
+            run = load_run(task.bundle)
+        except BAD_DATA as exc:  # this build's own process found it too, and keeps the old page in its place
+            failed.append(FailedPage(task.bundle.name, exc.message))
+            continue
+        try:
+            write_run_page(run, task.bundle, task.dest)
+        except BAD_DATA as exc:
+            shutil.rmtree(task.dest, ignore_errors=True)
+            failed.append(FailedPage(task.bundle.name, exc.message))
+    return failed
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_run_page(run: Run, bundle: Path, dest: Path, view: analysis.RunView | None = None) -> int:
+    """A run's permanent folder: HTML page, Markdown report, charts, run.json and raw traces."""
+    dest.mkdir(parents=True)
+    view = view or analysis.run_view(run)
+    images = _run_images(view, bundle, dest)
+    downloads = copy_data(run, bundle, dest)
+    context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../",
+               "withdrawn": read_withdrawn(bundle.parent).get(run.run_id)}
+    (dest / "index.html").write_text(render_html("run.html", **context), encoding="utf-8")
+    (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
+    return PAGES_PER_RUN
+
+
+@dataclass(frozen=True)
+class RunImages:
+    """File names (relative to the run folder) of a run page's images; None where none could be drawn."""
+
+    bars: str | None
+    timelines: dict[str, str]
+    timeline_notes: dict[str, str]
+
+
+def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
+    """Draw the bar chart and one timeline snapshot per variant that has a trace."""
+    from reportgen import plots
+
+    bars = None
+    if view.has_samples:
+        bars = "time-per-variant.svg"
+        plots.bar_chart(view.variants, dest / bars, f"{view.run.scenario.name}: median time per call")
+    timelines: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    for v in view.variants:
+        if v.trace_path is None:
+            notes[v.name] = "no trace stored for this variant"
+            continue
+        name = f"timeline-{safe_component(v.name, 60)}.svg"
+        layout = _timeline_for(member_file(bundle, v.trace_path))
+        plots.timeline_chart(layout, dest / name, f"{v.name}: {layout.step_name or 'trace'} "
+                             f"({layout.event_count} events, {layout.window_us:,.1f} µs)")
+        timelines[v.name] = name
+    return RunImages(bars, timelines, notes)
+
+
+def _timeline_for(trace_file: Path) -> analysis.TimelineLayout:
+    """Read a stored trace and lay out its representative iteration (the whole trace if it has no steps)."""
+    from reportgen import trace as trace_reader
+
+    tr = trace_reader.read_trace(trace_file)
+    step = analysis.representative_step(trace_reader.profiler_steps(tr))
+    if step is not None:
+        start, end = analysis.iteration_window(tr.events, step.start_us, step.start_us + step.duration_us)
+        label = step.name
+    elif tr.events:
+        start = min(e.start_us for e in tr.events)
+        end = max(e.start_us + e.duration_us for e in tr.events)
+        label = ""
+    else:
+        start, end, label = 0.0, 1.0, ""
+    events = trace_reader.events_in_window(tr, start, end)
+    return analysis.timeline_layout(events, start, end, label)
+
+
+@dataclass(frozen=True)
+class Downloads:
+    """Relative links of the raw data beside a run page."""
+
+    run_json: str
+    traces: dict[str, str]
+    artifacts: tuple[tuple[str, str, str, int], ...] = ()
+    """(variant, href, kind, size in bytes) of each device artifact (.neff, .ntff, .pb ...)."""
+
+
+def copy_data(run: Run, bundle: Path, dest: Path) -> Downloads:
+    """Copy run.json byte for byte, every variant's trace and device artifacts under ``data/``.
+
+    Each file is published under a name reportgen chooses from its kind (``traces/<variant>.json.gz``,
+    ``artifacts/<variant>/<name>.neff`` ...), never under the suffix the bundle gave it: a bundle naming a
+    file ``report.html`` or ``a.svg`` must not put a page that runs script on the published site.
+    """
+    data = dest / DATA_DIR
+    data.mkdir()
+    shutil.copyfile(bundle / RUN_FILE, data / RUN_FILE)
+    published: dict[str, str] = {}
+    traces: dict[str, str] = {}
+    artifacts: list[tuple[str, str, str, int]] = []
+    for v in run.variants:
+        if v.trace_path is not None:
+            source = member_file(bundle, v.trace_path)
+            traces[v.name] = _publish(source, "traces", _trace_suffix(source), v.trace_path, data, published)
+        for a in v.artifacts:
+            source = member_file(bundle, a.path)
+            folder = f"artifacts/{safe_component(v.name, 60)}"
+            href = _publish(source, folder, ARTIFACT_SUFFIXES.get(a.kind, OTHER_SUFFIX), a.path, data, published)
+            artifacts.append((v.name, href, a.kind, a.size_bytes))
+    return Downloads(f"{DATA_DIR}/{RUN_FILE}", traces, tuple(artifacts))
+
+
+def published_name(member: str, suffix: str) -> str:
+    """A member's published file name: its base name made safe, ending in ``suffix`` (chosen by reportgen)."""
+    base = member.rsplit("/", 1)[-1]
+    stem = base[: -len(suffix)] if base.lower().endswith(suffix) else base
+    return f"{safe_component(stem, 80) or 'file'}{suffix}"
+
+
+def _publish(source: Path, folder: str, suffix: str, member: str, data: Path, published: dict[str, str]) -> str:
+    """Copy one bundle file under ``data/<folder>/`` once (a member named twice is copied once); its href."""
+    key = f"{member}\0{suffix}"
+    if key in published:
+        return published[key]
+    rel = f"{folder}/{published_name(member, suffix)}"
+    taken = set(published.values())
+    n = 2
+    while f"{DATA_DIR}/{rel}" in taken:
+        rel = f"{folder}/{published_name(member, suffix)[: -len(suffix)]}-{n}{suffix}"
+        n += 1
+    target = data / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    published[key] = f"{DATA_DIR}/{rel}"
+    return published[key]
+
+
+def _trace_suffix(source: Path) -> str:
+    """``.json.gz`` for a gzip-compressed trace, ``.json`` for plain JSON, whatever the bundle named it."""
+    with open(source, "rb") as fh:
+        return ".json.gz" if fh.read(2) == GZIP_MAGIC else ".json"
+
+
+def write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root: Path, base_url: str,
+                skipped: list[FailedPage]) -> int:
+    """index.html, index.md, history charts, the latest/ redirect and the help page."""
+    from reportgen import plots
+
+    groups = analysis.history(digests)
+    history_dir = root / "history"
+    history_dir.mkdir()
+    charts: dict[str, str] = {}
+    for g in groups:
+        if not g.series or len(g.run_ids) < 2:  # one point is not a history: the table says it
+            continue
+        name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
+        plots.history_chart(g, history_dir / name)
+        charts[g.key] = f"history/{name}"
+    latest = analysis.run_view(latest_run) if latest_run else None
+    context = {"runs": list(reversed(digests)), "latest": latest, "groups": groups, "charts": charts,
+               "built_at": built_at(), "version": __version__, "base_url": base_url, "root": "",
+               "skipped": skipped}
+    (root / "index.html").write_text(render_html("index.html", **context), encoding="utf-8")
+    (root / "index.md").write_text(render_md("index.md", **context), encoding="utf-8")
+    (root / "latest").mkdir()
+    (root / "latest" / "index.html").write_text(render_html("latest.html", latest=latest, root="../"),
+                                                encoding="utf-8")
+    help_html = markdown_to_html((TEMPLATES_DIR / HELP_DOC).read_text(encoding="utf-8"))
+    (root / "help").mkdir()
+    (root / "help" / "index.html").write_text(render_html("help.html", body=help_html, root="../"), encoding="utf-8")
+    return 4
+
+
+def built_at() -> str:
+    """The build time shown on the index: SOURCE_DATE_EPOCH when set (reproducible builds), else now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None:
+        try:
+            moment = datetime.fromtimestamp(int(epoch), tz=timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise UsageError(f"SOURCE_DATE_EPOCH={epoch[:30]!r}: expected whole seconds since 1970") from None
+    else:
+        moment = datetime.now(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def write_static(root: Path) -> None:
+    """The stylesheet, the icon (else browsers ask the host root for /favicon.ico) and .nojekyll."""
+    (root / "assets").mkdir()
+    for name in STATIC_FILES:
+        shutil.copyfile(TEMPLATES_DIR / name, root / "assets" / name)
+    (root / NOJEKYLL).write_bytes(b"")

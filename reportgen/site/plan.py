@@ -1,0 +1,139 @@
+"""Planning a build: gather every stored run, decide per run whether its page is reused, rendered or carried,
+and the renderer version that says when a reused page would no longer be what this reportgen draws."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from reportgen import __version__, analysis
+from reportgen.bundle import RUN_FILE, list_run_dirs, load_run, parse_run_json
+from reportgen.errors import SiteError
+from reportgen.model import Run
+from reportgen.render import TEMPLATES_DIR
+from reportgen.site.manifest import (
+    DATA_DIR,
+    MANIFEST_FILE,
+    RUN_PAGE,
+    RUNS_DIR,
+    ManifestEntry,
+    OldEntry,
+    PageOrigin,
+    SiteRun,
+)
+from reportgen.site.pages import sha256_file
+from reportgen.withdrawn import read_withdrawn
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the new site and where its page comes from."""
+
+    run_id: str
+    origin: PageOrigin
+    page_source: Path
+    """The bundle (to render), or the old site's run folder (to reuse or carry)."""
+    bundle: Path | None
+    """The run's bundle in the store; None for a run carried over from an older build."""
+    known: SiteRun | None = None
+    """Entry and digest of a reused or carried page; None for a page rendered now (known once rendered)."""
+    fallback: SiteRun | None = None
+    """For a page to render: the old site's page of the same run, kept if the bundle can no longer be drawn."""
+
+
+@dataclass(frozen=True)
+class SitePlan:
+    """Everything gathered before writing: the runs to render, reuse or carry, and the renderer's version."""
+
+    runs: tuple[PlannedRun, ...]
+    renderer_version: str
+    withdrawn: frozenset[str] = frozenset()  # runs `reportgen rm` withdrew: kept in the manifest, out of the index
+
+
+def package_dir() -> Path:
+    """reportgen's own folder (where its modules are installed)."""
+    return Path(str(resources.files("reportgen")))
+
+
+def renderer_sources(code_dir: Path | None = None, templates_dir: Path | None = None) -> list[Path]:
+    """Every file that can change a page: all of reportgen's modules and every template and asset."""
+    code_dir = code_dir or package_dir()
+    templates_dir = templates_dir or TEMPLATES_DIR
+    code = [p for p in code_dir.rglob("*.py") if "__pycache__" not in p.parts]
+    assets = [p for p in templates_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    return sorted(code) + sorted(assets)
+
+
+def renderer_version(code_dir: Path | None = None, templates_dir: Path | None = None) -> str:
+    """reportgen's version plus a digest of its code, templates and assets: any change re-renders every page."""
+    code_dir = code_dir or package_dir()
+    templates_dir = templates_dir or TEMPLATES_DIR
+    h = hashlib.sha256()
+    for p in renderer_sources(code_dir, templates_dir):
+        root = code_dir if p.is_relative_to(code_dir) else templates_dir
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+def gather(store: Path, out: Path, old: dict[str, OldEntry]) -> SitePlan:
+    """Hash every stored run and decide, per run, whether to render, reuse or carry its page.
+
+    An unchanged run (same run.json hash, same renderer) is not even loaded: its digest comes
+    from the old manifest, which keeps adding one run to a large site cheap. A run to render is
+    loaded later, once, by the process that renders its page.
+    """
+    version = renderer_version()
+    planned: dict[str, PlannedRun] = {}
+    withdrawn = frozenset(read_withdrawn(store))
+    for bundle in list_run_dirs(store):
+        reused = None if bundle.name in withdrawn else _reuse(bundle, out, old, version)
+        planned[bundle.name] = reused or PlannedRun(
+            bundle.name, PageOrigin.RENDERED, bundle, bundle, fallback=_fallback(bundle.name, out, old))
+    for run_id, prev in sorted(old.items()):
+        if run_id not in planned:
+            d = prev.digest or analysis.digest(load_carried(out, run_id))
+            planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, out / RUNS_DIR / run_id, None,
+                                         SiteRun(prev.entry, d, PageOrigin.CARRIED))
+    return SitePlan(tuple(planned.values()), version, withdrawn)
+
+
+def _fallback(run_id: str, out: Path, old: dict[str, OldEntry]) -> SiteRun | None:
+    """The old site's page of ``run_id``, if it has one with a digest (published pages are never removed)."""
+    prev = old.get(run_id)
+    if prev is None or prev.digest is None or not (out / RUNS_DIR / run_id / RUN_PAGE).is_file():
+        return None
+    return SiteRun(prev.entry, prev.digest, PageOrigin.CARRIED)
+
+
+def _reuse(bundle: Path, out: Path, old: dict[str, OldEntry], version: str) -> PlannedRun | None:
+    """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered."""
+    prev = old.get(bundle.name)
+    run_json = bundle / RUN_FILE
+    if prev is None or prev.digest is None or bundle.is_symlink() or run_json.is_symlink() or not run_json.is_file():
+        return None
+    entry = ManifestEntry(bundle.name, sha256_file(run_json), version)
+    page = out / RUNS_DIR / bundle.name
+    if prev.entry != entry or not (page / RUN_PAGE).is_file():
+        return None
+    return PlannedRun(bundle.name, PageOrigin.REUSED, page, bundle, SiteRun(entry, prev.digest, PageOrigin.REUSED))
+
+
+def load_latest(newest: PlannedRun, published: SiteRun, out: Path) -> Run:
+    """The newest run in full, for the index's summary: from the store, or from the old site when its page is
+    carried over (the run left the store, or its bundle can no longer be drawn)."""
+    if newest.bundle is not None and published.origin is not PageOrigin.CARRIED:
+        return load_run(newest.bundle)
+    return load_carried(out, newest.run_id)
+
+
+def load_carried(out: Path, run_id: str) -> Run:
+    """The run.json copy kept in the old site for a run that is no longer in the store."""
+    path = out / RUNS_DIR / run_id / DATA_DIR / RUN_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        raise SiteError(f"{path}: missing, but {MANIFEST_FILE} lists run {run_id} and the store no longer has it; "
+                        "put the bundle back in the store or restore the site") from None
+    return parse_run_json(text, path)

@@ -1,0 +1,1 @@
+"""reportgen's built-in scenarios (one file per workload): package data, found with importlib.resources."""

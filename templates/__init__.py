@@ -1,0 +1,1 @@
+"""reportgen's templates, stylesheet, icon and help page: package data, found with importlib.resources."""

@@ -1,0 +1,104 @@
+"""A real install: build a wheel, install it into a fresh virtual environment outside the checkout, and run every
+command from an empty folder (issue 11: templates, scenarios, assets and the help page ship inside the package).
+
+Fast and offline: the wheel is built with the project venv's setuptools (``--no-build-isolation``) from a copy
+of the sources (the checkout gets no ``build/``), installed with ``--no-deps``, and the fresh environment borrows
+the project venv's dependencies (torch, matplotlib, jinja2 ...) through a ``.pth`` line added after the install.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SHARED_TRACES
+from factories import chrome_trace
+from hostile import write_trace
+
+pytestmark = pytest.mark.slow
+SOURCES = ("pyproject.toml", "README.md", "reportgen", "templates", "scenarios")
+SHIPPED = ("reportgen/templates/run.html", "reportgen/templates/charts/bars.svg", "reportgen/templates/style.css",
+           "reportgen/templates/favicon.svg", "reportgen/templates/reading-a-report.md",
+           "reportgen/scenarios/rmsnorm.py", "reportgen/scenarios/layernorm.py", "reportgen/site/build.py",
+           "reportgen/templates/init/reportgen.toml.j2", "reportgen/templates/init/workflow.yml.j2",
+           "reportgen/templates/init/example_scenario.py.j2", "reportgen/ci/action.sh", "reportgen/ci/comment.py")
+
+
+def _build_wheel(tmp: Path) -> Path:
+    src = tmp / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name, ignore=ignore)  # follows the help page's link
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "-w", str(tmp / "wheels"), str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = (tmp / "wheels").glob("reportgen-*.whl")
+    return wheel
+
+
+def _fresh_venv(tmp: Path, wheel: Path) -> Path:
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    # the project venv's pip installs into the fresh one (no network, no pip bootstrap)
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
+                           "--no-index", str(wheel)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    purelib = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  check=True, capture_output=True, text=True).stdout.strip())
+    (purelib / "zz_project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+def test_a_wheel_installed_outside_the_checkout_runs_every_command(tmp_path: Path) -> None:
+    wheel = _build_wheel(tmp_path)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert set(SHIPPED) <= names, sorted(set(SHIPPED) - names)
+    venv = _fresh_venv(tmp_path, wheel)
+    work = tmp_path / "empty"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "REPORTGEN_STORE", "VIRTUAL_ENV")}
+    env.update({"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
+                "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"), "PATH": f"{venv / 'bin'}:{env.get('PATH', '')}"})
+
+    def run(*argv: str) -> str:
+        proc = subprocess.run(list(argv), cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-3000:])
+        return proc.stdout
+
+    where = run(str(venv / "bin" / "python"), "-c", "import reportgen, reportgen.render as r; "
+                "print(reportgen.__file__); print(r.TEMPLATES_DIR)").split()
+    assert all(Path(w).is_relative_to(venv) for w in where), where
+    reportgen = str(venv / "bin" / "reportgen")
+    for label in ("base", "head"):
+        run(reportgen, "profile", "--device", "cpu", "--shape", "4,64", "--samples", "4", "--quiet",
+            "--variants", "naive,fused", "--label", label)
+    comment = run(reportgen, "compare", "latest~1", "latest")
+    assert "naive" in comment and "fused" in comment
+    trace = SHARED_TRACES / "cpu_only.trace.json.gz"
+    if not trace.is_file():  # a CI machine without the shared traces: a synthetic one
+        trace = write_trace(tmp_path / "t.json", chrome_trace())
+    assert run(reportgen, "import", str(trace), "--label", "imported").startswith("imported run ")
+    assert run(reportgen, "build").startswith("built site: ")
+    assert (work / "site" / "help" / "index.html").read_text().count("How to read a report") >= 1
+    assert (work / "site" / "assets" / "style.css").stat().st_size > 0
+    run("git", "init", "-q", "-b", "main", ".")
+    run("git", "commit", "-q", "--allow-empty", "-m", "source")
+    run("git", "init", "-q", "--bare", str(tmp_path / "remote.git"))
+    run("git", "remote", "add", "origin", str(tmp_path / "remote.git"))
+    assert "; pushed" in run(reportgen, "publish", "--push")
+    files = run("git", "--git-dir", str(tmp_path / "remote.git"), "ls-tree", "-r", "--name-only", "gh-pages").split()
+    assert "index.html" in files and "help/index.html" in files and "assets/style.css" in files
+    assert len([f for f in files if f.startswith("runs/") and f.endswith("/index.html")]) == 3
+    assert not (ROOT / "build").exists() or (ROOT / "build").stat().st_mtime < wheel.stat().st_mtime

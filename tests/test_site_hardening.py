@@ -188,7 +188,7 @@ def _copy_sources(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("changed", ["reportgen/stats.py", "reportgen/mdtext.py", "reportgen/trace.py",
-                                     "reportgen/analysis.py", "reportgen/backends/neuron.py",
+                                     "reportgen/analysis.py", "reportgen/devices/neuron.py",
                                      "reportgen/site/pages.py", "templates/run.html", "templates/_macros.html",
                                      "templates/charts/bars.svg", "templates/style.css",
                                      "templates/reading-a-report.md"])

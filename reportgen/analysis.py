@@ -313,6 +313,7 @@ class RunDigest:
     git_sha: str | None
     baseline: str | None
     variants: tuple[VariantDigest, ...]
+    machine: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -341,7 +342,7 @@ def digest(run: Run, view: RunView | None = None) -> RunDigest:
                                       s.ci_high_us if s else None, gain))
     return RunDigest(run.run_id, run.created_utc, run.label, run.source, run.device,
                      run.environment.device_name or "", run.scenario.name, dict(run.scenario.parameters),
-                     run.git.sha, base, tuple(variants))
+                     run.git.sha, base, tuple(variants), run.environment.machine)
 
 
 @dataclass(frozen=True)
@@ -384,7 +385,7 @@ class HistoryGroup:
 def group_key(d: RunDigest) -> GroupKey:
     """What must match for two runs to share a history line (the seed may differ)."""
     params = tuple(sorted((k, v) for k, v in d.parameters.items() if k != "seed"))
-    return (d.device.value, d.device_name, d.scenario, params)
+    return (d.device.value, f"machine {d.machine}" if d.machine else d.device_name, d.scenario, params)
 
 
 def _group_title(key: GroupKey) -> str:

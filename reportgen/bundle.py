@@ -349,21 +349,57 @@ def load_store_tolerant(store: Path) -> tuple[list[Run], list[BundleError]]:
     return sorted(runs, key=lambda r: (r.created_utc, r.run_id)), problems
 
 
-def resolve_run_dir(store: Path, ref: str) -> Path:
-    """A run folder from a run id, a folder path, ``latest`` or ``latest~N``."""
+def resolve_run_dir(store: Path, ref: str, scenario: str | None = None, machine: str | None = None) -> Path:
+    """A run folder from a run id, a folder path, ``latest``/``latest~N``, a label or a git sha (prefix).
+
+    ``latest~N`` counts back among profiled, not withdrawn runs of one scenario and machine: those
+    given, else the newest such run's. A label or sha names the newest matching run (within the filters).
+    """
     m = re.fullmatch(r"latest(?:~(\d+))?", ref)
     if m:
-        runs = load_store(store)
+        runs = candidate_runs(store, scenario, machine, ref)
         back = int(m.group(1) or 0)
         if back >= len(runs):
-            raise BundleError(f"{store}: has {len(runs)} run(s); '{ref}' does not exist")
+            within = f" of scenario {runs[-1].scenario.name!r} on machine {run_machine(runs[-1]) or '(unnamed)'}" \
+                if runs else ""
+            raise BundleError(f"{store}: has {len(runs)} run(s){within}; '{ref}' does not exist")
         return store / runs[-1 - back].run_id
     as_path = Path(ref)
     if (as_path / RUN_FILE).exists():
         return as_path
     if is_valid_run_id(ref) and (store / ref).is_dir():
         return store / ref
-    raise BundleError(f"{ref}: no such run in {store} and not a bundle folder; see 'reportgen runs'")
+    matches = [r for r in _filtered(load_store(store), scenario, machine) if r.label == ref
+               or (re.fullmatch(r"[0-9a-f]{7,40}", ref) and (r.git.sha or "").startswith(ref))] if ref else []
+    if matches:
+        return store / matches[-1].run_id
+    raise BundleError(f"{ref}: no such run in {store} and not a bundle folder, label or git sha; see 'reportgen runs'")
+
+
+def run_machine(run: Run) -> str | None:
+    """The machine name a run was recorded with (None: unnamed)."""
+    return getattr(run.environment, "machine", None)
+
+
+def _filtered(runs: list[Run], scenario: str | None, machine: str | None) -> list[Run]:
+    return [r for r in runs if (scenario is None or r.scenario.name == scenario)
+            and (machine is None or run_machine(r) == machine)]
+
+
+def candidate_runs(store: Path, scenario: str | None, machine: str | None, ref: str = "latest") -> list[Run]:
+    """What ``latest~N`` counts: profiled, not withdrawn runs, oldest first, of one scenario and machine."""
+    from reportgen.model import RunSource
+    from reportgen.withdrawn import read_withdrawn
+
+    withdrawn = read_withdrawn(store) if store.is_dir() else {}
+    runs = [r for r in load_store(store) if r.source is RunSource.PROFILE and r.run_id not in withdrawn]
+    runs = _filtered(runs, scenario, machine)
+    if runs and (scenario is None or machine is None):
+        newest = runs[-1]
+        runs = _filtered(runs, scenario or newest.scenario.name, machine or run_machine(newest))
+        if machine is None and run_machine(newest) is None:
+            runs = [r for r in runs if run_machine(r) is None]
+    return runs
 
 
 def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Path:

@@ -20,6 +20,7 @@ from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.terminal import terminal_safe
 
 if TYPE_CHECKING:
+    from reportgen.config import Config
     from reportgen.profile import ProfileRequest
 
 EXIT_CODES_HELP = """exit codes:
@@ -81,9 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import, _add_ab,
-                     _add_doctor):
+                     _add_doctor, _add_rm, _add_scenarios, _add_config, _add_init):
         register(sub)
     return parser
+
+
+def _config(args: argparse.Namespace, **flags: object) -> Config:
+    """The project config (found from the working directory upwards) with these flags over it."""
+    from reportgen.config import load_config
+
+    return load_config(flags=flags)
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -94,8 +102,16 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="profile a scenario's variants and store one run bundle",
                        description="Profile every variant of a scenario on the best device present "
                        "(neuron > cuda > cpu) and store the result as a run bundle.")
-    p.add_argument("--device", choices=["auto", *devices.profile_device_names()], default="auto")
-    p.add_argument("--scenario", default="rmsnorm", help="scenario name in scenarios/ or a path to a .py file")
+    p.add_argument("--device", choices=["auto", *devices.profile_device_names()], default=None,
+                   help="device (default: the config's device, $REPORTGEN_DEVICE, else auto)")
+    p.add_argument("--scenario", action="append", default=None,
+                   help="scenario name (the config's or built-in) or a path to a .py file; repeat for several "
+                   "(default: every scenario the config names, else rmsnorm); one bundle per scenario")
+    p.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
+                   help="a scenario parameter (repeatable), e.g. --param eps=1e-5 (see 'reportgen scenarios')")
+    p.add_argument("--machine", default=None, help="name of this machine; history and comparisons key on it "
+                   "(default: the config's machine or $REPORTGEN_MACHINE)")
+    p.add_argument("--baseline", default=None, help="variant the others are compared with (default: the scenario's)")
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the scenario's)")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the scenario's)")
     p.add_argument("--seed", type=int, default=0)
@@ -111,16 +127,55 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
 
 def _add_runs(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list stored runs", description="List the runs in the store, oldest first.")
+    p.add_argument("--scenario", default=None, help="only runs of this scenario")
+    p.add_argument("--machine", default=None, help="only runs recorded with this machine name")
+    p.add_argument("--all", action="store_true", help="include withdrawn runs")
     _store_arg(p)
     p.set_defaults(func=_cmd_runs)
+
+
+def _add_rm(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rm", help="withdraw a run from the history (the bundle is kept)",
+                       description="Withdraw RUN (an id, latest~N, a label or a git sha): history, latest~N and "
+                       "'reportgen runs' skip it; its permanent page says it was withdrawn and why.")
+    p.add_argument("run")
+    p.add_argument("--reason", required=True, help="why, in one line (shown on the run's page)")
+    p.add_argument("--scenario", default=None, help="latest~N counts runs of this scenario (default: the newest's)")
+    p.add_argument("--machine", default=None, help="latest~N counts runs of this machine (default: the newest's)")
+    _store_arg(p)
+    p.set_defaults(func=_cmd_rm)
+
+
+def _add_scenarios(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("scenarios", help="list the scenarios found, with their variants and parameters",
+                       description="List the config's scenarios and the built-in ones (loading each: needs torch).")
+    p.set_defaults(func=_cmd_scenarios)
+
+
+def _add_config(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("config", help="print the effective configuration and where each value came from",
+                       description="Print the settings from [tool.reportgen] in pyproject.toml or reportgen.toml "
+                       "(found from the working directory upwards), environment variables and defaults.")
+    p.set_defaults(func=_cmd_config)
+
+
+def _add_init(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="write a config, an example scenario and a CI workflow into this repository",
+                       description="Write reportgen.toml, bench/example_scenario.py and "
+                       ".github/workflows/reportgen.yml; never overwrites a file (exit 6 naming it).")
+    p.add_argument("--dir", type=Path, default=Path("."), help="repository folder (default: the current one)")
+    p.add_argument("--action-ref", default=None, help="the reportgen action the workflow uses (default: "
+                   "<this reportgen's repository>@v<version>)")
+    p.set_defaults(func=_cmd_init)
 
 
 def _add_build(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build the static report site from stored runs",
                        description="Render every stored run into a versioned static site (HTML and Markdown).")
     p.add_argument("--runs", type=Path, default=None, help="results store (default: $REPORTGEN_STORE or ./results)")
-    p.add_argument("--out", type=Path, default=Path("site"), help="site folder (default: site/)")
-    p.add_argument("--base-url", default="/", help="sub-path the site is served under, e.g. /myrepo/ (default /)")
+    p.add_argument("--out", type=Path, default=None, help="site folder (default: the config's site, else site/)")
+    p.add_argument("--base-url", default=None,
+                   help="sub-path the site is served under, e.g. /myrepo/ (default: the config's, else /)")
     p.set_defaults(func=_cmd_build)
 
 
@@ -130,7 +185,10 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                        epilog=COMPARE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("base")
     p.add_argument("head")
-    p.add_argument("--threshold", type=float, default=5.0, help="smallest change in percent that counts (default 5)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="smallest change in percent that counts (default: the config's, else 5)")
+    p.add_argument("--scenario", default=None, help="latest~N counts runs of this scenario (default: the newest's)")
+    p.add_argument("--machine", default=None, help="latest~N counts runs of this machine (default: the newest's)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any variant is significantly slower")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--site-url", default=None, help="URL of the published site, to link both runs' pages")
@@ -181,20 +239,34 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace, attr: str = "store") -> Path:
-    value = getattr(args, attr, None)
-    return value if value is not None else default_store()
+    return _config(args, store=getattr(args, attr, None)).store
 
 
-def profile_request(args: argparse.Namespace, store: Path) -> ProfileRequest:
+def profile_request(args: argparse.Namespace, store: Path, config: Config | None = None,
+                    scenario_ref: str | None = None) -> ProfileRequest:
     """Validate every ``profile`` argument before profiling starts; errors name the flag and the fix."""
+    import dataclasses
+
     from reportgen.bundle import check_label, check_store
+    from reportgen.config import load_config
     from reportgen.devices import import_torch
     from reportgen.measure import MeasureSettingsIn
     from reportgen.profile import ProfileRequest
     from reportgen.scenario import check_input_size, check_seed, check_threads, load_scenario, parse_dtype, parse_shape
 
     import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
-    scenario = load_scenario(args.scenario)
+    config = config or load_config(flags={"store": store})
+    ref = scenario_ref or (args.scenario[0] if isinstance(args.scenario, list) else args.scenario) or "rmsnorm"
+    scenario = load_scenario(ref, config_sources=config.scenarios, project_root=config.root)
+    params = scenario.resolve_params(getattr(args, "param_values", None) or {}, config.params, flag="--param")
+    baseline = config.baseline
+    if baseline is not None and baseline not in scenario.variant_names():
+        if config.origin("baseline").startswith("flag"):
+            raise ScenarioError(f"--baseline {baseline}: scenario {scenario.name!r} has no such variant; "
+                                f"choose one of {', '.join(scenario.variant_names())}")
+        baseline = None  # a config-wide baseline another scenario has
+    if baseline is not None:
+        scenario = dataclasses.replace(scenario, baseline=baseline)
     shape = parse_shape(args.shape) if args.shape is not None else scenario.default_shape
     dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype
     if dtype not in scenario.tolerances:
@@ -214,8 +286,9 @@ def profile_request(args: argparse.Namespace, store: Path) -> ProfileRequest:
     check_label(args.label)
     check_store(store)
     settings = MeasureSettingsIn(samples=args.samples or 50, warmup=3 if args.warmup is None else args.warmup)
-    return ProfileRequest(args.device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
-                          args.threads, store, args.quiet)
+    device = config.device if getattr(args, "device", None) is None else args.device
+    return ProfileRequest(device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
+                          args.threads, store, args.quiet, params, config.machine)
 
 
 def _check_at_least(flag: str, value: int | None, minimum: int) -> None:
@@ -224,21 +297,61 @@ def _check_at_least(flag: str, value: int | None, minimum: int) -> None:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
+    from reportgen.config import parse_param_flags
     from reportgen.profile import run_profile
 
-    return run_profile(profile_request(args, _store(args)))
+    args.param_values = parse_param_flags(args.param)
+    config = _config(args, store=args.store, device=args.device, machine=args.machine, baseline=args.baseline,
+                     params=args.param_values or None)
+    refs = args.scenario or _config_scenario_names(config) or ["rmsnorm"]
+    requests = [profile_request(args, config.store, config, ref) for ref in refs]  # all checked first
+    codes = [run_profile(request) for request in requests]
+    return max(codes)
+
+
+def _config_scenario_names(config: Config) -> list[str]:
+    from reportgen.scenario import scenario_files
+
+    return [str(path) for path in scenario_files(config.scenarios).values()]
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
-    from reportgen.runs import print_runs
+    from reportgen.runs import RunsRequest, print_runs
 
-    return print_runs(_store(args))
+    config = _config(args, store=args.store, machine=args.machine)
+    return print_runs(RunsRequest(config.store, args.scenario, args.machine, args.all))
+
+
+def _cmd_rm(args: argparse.Namespace) -> int:
+    from reportgen.runs import RemoveRequest, remove_command
+
+    return remove_command(RemoveRequest(_store(args), args.run, args.reason, args.scenario, args.machine))
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from reportgen.scenario_list import print_scenarios
+
+    return print_scenarios(_config(args))
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    from reportgen.config import print_config
+
+    print_config(_config(args))
+    return ExitCode.OK
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from reportgen.initcmd import InitRequest, run_init
+
+    return run_init(InitRequest(args.dir, args.action_ref))
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from reportgen.site import build_site
 
-    result = build_site(_store(args, "runs"), args.out, args.base_url)
+    config = _config(args, store=args.runs, site=args.out, base_url=args.base_url)
+    result = build_site(config.store, config.site, config.base_url)
     print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 
@@ -246,15 +359,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from reportgen.compare import CompareRequest, OutputFormat, run_compare, valid_site_url
 
-    if not math.isfinite(args.threshold) or args.threshold < 0:
+    if args.threshold is not None and (not math.isfinite(args.threshold) or args.threshold < 0):
         raise UsageError(f"--threshold {args.threshold!r}: must be a finite number of percent >= 0")
+    config = _config(args, store=args.store, threshold=args.threshold)
+    threshold = config.threshold_pct
     if args.site_url is not None and not valid_site_url(args.site_url):
         raise UsageError(f"--site-url {args.site_url[:60]!r}: expected an http(s) URL such as "
                          "https://user.github.io/repo/")
-    return run_compare(CompareRequest(base=args.base, head=args.head, store=_store(args),
-                                      threshold_pct=args.threshold, fail_on_regression=args.fail_on_regression,
+    return run_compare(CompareRequest(base=args.base, head=args.head, store=config.store,
+                                      threshold_pct=threshold, fail_on_regression=args.fail_on_regression,
                                       output_format=OutputFormat(args.format), site_url=args.site_url,
-                                      output=args.output))
+                                      output=args.output, scenario=args.scenario, machine=args.machine))
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:

@@ -70,7 +70,7 @@ class OutputFormat(str, Enum):
 
 @dataclass(frozen=True)
 class CompareRequest:
-    """One comparison to make: which runs (id, folder, ``latest``, ``latest~N``), how, and where to write it."""
+    """One comparison to make: which runs (id, folder, ``latest``, ``latest~N``, label, git sha), how, and where to write it."""
 
     base: str
     head: str
@@ -81,6 +81,10 @@ class CompareRequest:
     site_url: str | None = None
     output: Path | None = None
     """A file to write (a symlink is written through to its target); None: standard output."""
+    scenario: str | None = None
+    """``latest~N``, labels and git shas resolve among this scenario's runs (None: the newest run's)."""
+    machine: str | None = None
+    """... and among this machine's runs (None: the newest run's)."""
 
 
 class Outcome(str, Enum):
@@ -249,6 +253,7 @@ def check_comparable(base: Run, head: Run) -> None:
     """Refuse runs measured on different devices or with different scenario parameters."""
     pairs: list[tuple[str, object, object]] = [
         ("device", base.device.value, head.device.value),
+        ("environment.machine", base.environment.machine, head.environment.machine),
         ("scenario.name", base.scenario.name, head.scenario.name),
     ]
     bp, hp = base.scenario.parameters, head.scenario.parameters
@@ -487,14 +492,15 @@ def comparison_json(comparison: Comparison, site_url: str | None = None) -> str:
 # --- the command --------------------------------------------------------------------------------
 
 
-def load_side(store: Path, ref: str) -> Run:
-    """The run that ``ref`` (id, folder, latest, latest~N) names."""
-    return load_run(resolve_run_dir(store, ref))
+def load_side(store: Path, ref: str, scenario: str | None = None, machine: str | None = None) -> Run:
+    """The run that ``ref`` (id, folder, latest, latest~N, label, git sha) names."""
+    return load_run(resolve_run_dir(store, ref, scenario, machine))
 
 
 def run_compare(request: CompareRequest) -> int:
     """Load, compare, render, write; ``ExitCode.REGRESSION`` on a regression when the request asks to fail on one."""
-    base, head = load_side(request.store, request.base), load_side(request.store, request.head)
+    where = (request.scenario, request.machine)
+    base, head = load_side(request.store, request.base, *where), load_side(request.store, request.head, *where)
     comparison = compare_runs(base, head, request.threshold_pct)
     for w in comparison.warnings:
         print(terminal_safe(f"reportgen: warning: environment.{w.field} differs: {_show(w.base)} (base) "

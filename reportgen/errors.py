@@ -70,3 +70,7 @@ class ConflictError(ReportgenError):
 
 class CompareError(ReportgenError):
     """Two runs cannot be compared."""
+
+
+class ConfigError(ReportgenError):
+    """A value in the project configuration (file, environment variable or flag) is wrong."""

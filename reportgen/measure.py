@@ -19,13 +19,15 @@ from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.evidence import compile_info_since, dynamo_snapshot, eager_compile_info
 from reportgen.model import Correctness, OpRow, VariantResult, VariantStatus
-from reportgen.scenario import Tolerance, Variant
+from reportgen.scenario import Tolerance, Variant, where_in_scenario
 
 Progress = Callable[[str], None]
 _STEP_PREFIX = "ProfilerStep"  # "ProfilerStep#N" events; key_averages names them "ProfilerStep*"
 MAX_ERROR_CHARS = 600
 WARMUP_BLOCK = 5
 WARMUP_BUDGET_S = 10.0
+INPLACE_MAX_CALLS_PER_SAMPLE = 100
+"""An in-place variant's sample holds this many fresh input copies at most (each call needs its own)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,45 @@ class VariantInputs:
     tolerance: Tolerance
     bytes_per_call: int
     flops_per_call: int
+    source_file: str = ""
+    """The scenario's file: a variant's error names the line in it where it was raised."""
+
+
+@dataclass(frozen=True)
+class CallArgs:
+    """A variant's inputs: the same tuple for every call, or (``fresh``) a new clone per call.
+
+    Clones are made by ``batch`` before the calls that use them, so the cloning stays outside every
+    timed region and profiled step.
+    """
+
+    args: tuple[Any, ...]
+    fresh: bool = False
+
+    def batch(self, n: int) -> list[tuple[Any, ...]]:
+        """Argument tuples for ``n`` calls."""
+        if not self.fresh:
+            return [self.args] * n
+        return [clone_args(self.args) for _ in range(n)]
+
+    def one(self) -> tuple[Any, ...]:
+        """Arguments for one call."""
+        return self.batch(1)[0]
+
+
+def clone_args(value: Any) -> Any:
+    """A copy of ``value`` in which every tensor (inside tuples, lists and dicts too) is cloned."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, tuple):
+        return tuple(clone_args(v) for v in value)
+    if isinstance(value, list):
+        return [clone_args(v) for v in value]
+    if isinstance(value, dict):
+        return {k: clone_args(v) for k, v in value.items()}
+    return value
 
 
 def measure_variant(backend: Backend, variant: Variant, inputs: VariantInputs, settings: MeasureSettingsIn,
@@ -70,8 +111,9 @@ def measure_variant(backend: Backend, variant: Variant, inputs: VariantInputs, s
     except DeviceUnavailable:
         raise
     except (Exception, SystemExit) as exc:  # a variant's failure (compile error, OOM, sys.exit) must not stop the others
-        progress(f"{variant.name}: FAILED: {_one_line(exc)}")
-        return VariantOutcome(dataclasses.replace(base, error=_one_line(exc)))
+        error = _one_line(exc, inputs.source_file)
+        progress(f"{variant.name}: FAILED: {error}")
+        return VariantOutcome(dataclasses.replace(base, error=error))
 
 
 def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings: MeasureSettingsIn, work_dir: Path,
@@ -80,21 +122,26 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
 
     dynamo_before = dynamo_snapshot(torch) if variant.compile else None
     fn = backend.compile(variant.fn) if variant.compile else variant.fn
+    args = CallArgs(inputs.args, fresh=variant.inplace)
     progress(f"{variant.name}: first call" + (" (compiling)" if variant.compile else ""))
-    first_us, out = _timed_call(backend, fn, inputs.args)
+    first_us, out = _timed_call(backend, fn, args.one())
     correctness = check_correctness(out, inputs.reference, inputs.tolerance)
-    progress(f"{variant.name}: warm-up x{settings.warmup}; correctness {_describe(correctness)}")
+    bad_leaf = first_bad_leaf(out, inputs.reference, inputs.tolerance)
+    progress(f"{variant.name}: warm-up x{settings.warmup}; correctness {_describe(correctness, bad_leaf)}")
     if variant.compile:
         _release_compile_workers()
     with torch.no_grad():
-        warmed = _warm_up(backend, fn, inputs.args, settings.warmup)
+        warmed = _warm_up(backend, fn, args, settings.warmup)
         if warmed > settings.warmup:
             progress(f"{variant.name}: timings settled after {warmed} warm-up calls")
-        calls = settings.calls_per_sample or _calibrate(backend, fn, inputs.args, settings.min_sample_us)
-        progress(f"{variant.name}: timing {settings.samples} samples x {calls} call(s)")
-        samples = _samples(backend, fn, inputs.args, settings.samples, calls)
+        calls = settings.calls_per_sample or _calibrate(backend, fn, args, settings.min_sample_us)
+        if variant.inplace:
+            calls = min(calls, INPLACE_MAX_CALLS_PER_SAMPLE)
+        progress(f"{variant.name}: timing {settings.samples} samples x {calls} call(s)"
+                 + (" (fresh inputs per call, cloned outside the timing)" if variant.inplace else ""))
+        samples = _samples(backend, fn, args, settings.samples, calls)
         progress(f"{variant.name}: profiling ({settings.profile_active} active steps)")
-        capture = _profile(backend, fn, inputs.args, settings, work_dir)
+        capture = _profile(backend, fn, args, settings, work_dir)
     evidence = backend.variant_evidence(work_dir, settings.profile_active, capture.device_events_per_step)
     compile_info = (compile_info_since(dynamo_before, dynamo_snapshot(torch), evidence)
                     if dynamo_before is not None else eager_compile_info(evidence))
@@ -102,7 +149,7 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
     result = dataclasses.replace(
         base,
         status=VariantStatus.OK if correctness.passed else VariantStatus.INCORRECT,
-        error=None if correctness.passed else f"wrong result: {_describe(correctness)}",
+        error=None if correctness.passed else f"wrong result: {_describe(correctness, bad_leaf)}",
         first_call_us=first_us,
         compile_time_us=max(0.0, first_us - median),
         samples_us=tuple(samples),
@@ -140,19 +187,19 @@ def _release_compile_workers() -> None:
     shutdown_compile_workers()
 
 
-def _warm_up(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], minimum: int,
+def _warm_up(backend: Backend, fn: Callable[..., Any], args: CallArgs, minimum: int,
              budget_s: float = WARMUP_BUDGET_S) -> int:
     """At least ``minimum`` calls, then blocks of calls until two consecutive blocks agree within 25 %.
 
     Returns the number of warm-up calls made. Bounded by ``budget_s`` of wall time.
     """
-    for _ in range(minimum):
-        fn(*args)
+    for call_args in args.batch(minimum):
+        fn(*call_args)
     backend.synchronize()
     done, previous = minimum, None
     deadline = time.monotonic() + budget_s
     while time.monotonic() < deadline:
-        block = sorted(_timed_call(backend, fn, args)[0] for _ in range(WARMUP_BLOCK))[WARMUP_BLOCK // 2]
+        block = sorted(_timed_call(backend, fn, a)[0] for a in args.batch(WARMUP_BLOCK))[WARMUP_BLOCK // 2]
         done += WARMUP_BLOCK
         if previous is not None and abs(block - previous) <= 0.25 * min(block, previous):
             break
@@ -160,36 +207,91 @@ def _warm_up(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], mi
     return done
 
 
-def _calibrate(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], min_sample_us: float) -> int:
-    one = min(_timed_call(backend, fn, args)[0] for _ in range(3))
+def _calibrate(backend: Backend, fn: Callable[..., Any], args: CallArgs, min_sample_us: float) -> int:
+    one = min(_timed_call(backend, fn, a)[0] for a in args.batch(3))
     return max(1, min(1000, math.ceil(min_sample_us / max(one, 1e-3))))
 
 
-def _samples(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], n: int, calls: int) -> list[float]:
-    """``n`` per-call times in µs, each the mean over ``calls`` back-to-back calls between syncs."""
+def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, calls: int) -> list[float]:
+    """``n`` per-call times in µs, each the mean over ``calls`` back-to-back calls between syncs.
+
+    An in-place variant's fresh inputs for a sample are cloned before its clock starts.
+    """
     out: list[float] = []
     for _ in range(n):
+        batch = args.batch(calls)
         backend.synchronize()
         t0 = time.perf_counter_ns()
-        for _ in range(calls):
-            fn(*args)
+        for call_args in batch:
+            fn(*call_args)
         backend.synchronize()
         out.append((time.perf_counter_ns() - t0) / 1000.0 / calls)
     return out
 
 
 def check_correctness(out: Any, reference: Any, tol: Tolerance) -> Correctness:
-    """allclose against the float64 reference; relative error is max|diff| / max|ref|."""
+    """allclose against the float64 reference, leaf by leaf when the output is a tuple, list or dict of tensors.
+
+    The structures must match (same container kinds, lengths and keys). Errors are the largest over the
+    leaves; relative error is max|diff| / max|ref| of that leaf. Not comparable (None errors) when a
+    structure, a shape or a value's finiteness differs in any leaf.
+    """
+    results = [_check_leaf(o, r, tol) for _path, o, r in _paired_leaves(out, reference)]
+    if not results or any(c is None for c in results):
+        return Correctness(False, None, None, tol.atol, tol.rtol)
+    leaves = [c for c in results if c is not None]
+    return Correctness(all(c.passed for c in leaves), max(c.max_abs_error or 0.0 for c in leaves),
+                       max(c.max_rel_error or 0.0 for c in leaves), tol.atol, tol.rtol)
+
+
+def first_bad_leaf(out: Any, reference: Any, tol: Tolerance) -> str | None:
+    """The path (``[1]``, ``['out']``) of the first leaf that fails, for a structured output; None otherwise."""
+    pairs = _paired_leaves(out, reference)
+    if len(pairs) == 1 and pairs[0][0] == "":
+        return None
+    for path, o, r in pairs:
+        c = _check_leaf(o, r, tol)
+        if c is None or not c.passed:
+            return path or "output"
+    return None
+
+
+_MISMATCH = object()
+
+
+def _paired_leaves(out: Any, ref: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """``(path, output leaf, reference leaf)``; a structural mismatch pairs the output with ``_MISMATCH``."""
+    for kind in (tuple, list):
+        if isinstance(ref, kind):
+            if not isinstance(out, (tuple, list)) or len(out) != len(ref):
+                return [(path or "output", out, _MISMATCH)]
+            return [leaf for i, (o, r) in enumerate(zip(out, ref, strict=True))
+                    for leaf in _paired_leaves(o, r, f"{path}[{i}]")]
+    if isinstance(ref, dict):
+        if not isinstance(out, dict) or set(out) != set(ref):
+            return [(path or "output", out, _MISMATCH)]
+        return [leaf for k in ref for leaf in _paired_leaves(out[k], ref[k], f"{path}[{k!r}]")]
+    return [(path, out, ref)]
+
+
+def _check_leaf(out: Any, reference: Any, tol: Tolerance) -> Correctness | None:
+    """One tensor against its reference; None when not comparable (shape, finiteness, type)."""
     import torch
 
+    if reference is _MISMATCH:
+        return None
+    if not isinstance(reference, torch.Tensor) or not isinstance(out, torch.Tensor):
+        same = not isinstance(reference, torch.Tensor) and not isinstance(out, torch.Tensor) and out == reference
+        return Correctness(True, 0.0, 0.0, tol.atol, tol.rtol) if same else None
     got = out.detach().to("cpu", torch.float64)
-    if got.shape != reference.shape or not bool(torch.isfinite(got).all()):
-        return Correctness(False, None, None, tol.atol, tol.rtol)
-    diff = (got - reference).abs()
+    ref = reference.detach().to("cpu", torch.float64)
+    if got.shape != ref.shape or not bool(torch.isfinite(got).all()):
+        return None
+    diff = (got - ref).abs()
     max_abs = float(diff.max()) if diff.numel() else 0.0
-    scale = float(reference.abs().max()) if reference.numel() else 0.0
+    scale = float(ref.abs().max()) if ref.numel() else 0.0
     max_rel = max_abs / scale if scale > 0 else max_abs
-    passed = bool((diff <= tol.atol + tol.rtol * reference.abs()).all())
+    passed = bool((diff <= tol.atol + tol.rtol * ref.abs()).all())
     return Correctness(passed, max_abs, max_rel, tol.atol, tol.rtol)
 
 
@@ -203,7 +305,7 @@ class _Capture:
     artifacts: list[tuple[Path, str]]
 
 
-def _profile(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], settings: MeasureSettingsIn,
+def _profile(backend: Backend, fn: Callable[..., Any], args: CallArgs, settings: MeasureSettingsIn,
              work_dir: Path) -> _Capture:
     """A scheduled torch.profiler capture: key_averages rows, per-step counts from the trace, artifacts."""
     import torch
@@ -212,11 +314,12 @@ def _profile(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...], se
     schedule = torch.profiler.schedule(wait=settings.profile_wait, warmup=settings.profile_warmup,
                                        active=settings.profile_active, repeat=1)
     steps = settings.profile_wait + settings.profile_warmup + settings.profile_active
+    batch = args.batch(steps)  # an in-place variant's clones, made before the profiler starts
     with backend.profile_session(work_dir) as extra:
         with torch.profiler.profile(activities=backend.profiler_activities(), schedule=schedule,
                                     record_shapes=True, **extra) as prof:
-            for _ in range(steps):
-                fn(*args)
+            for call_args in batch:
+                fn(*call_args)
                 backend.synchronize()
                 prof.step()
     trace, artifacts = backend.collect_artifacts(work_dir)
@@ -260,17 +363,20 @@ def op_rows(prof: Any) -> tuple[OpRow, ...]:
     return tuple(sorted(rows, key=lambda r: (-r.self_device_us, -r.self_cpu_us, r.name)))
 
 
-def _describe(c: Correctness) -> str:
+def _describe(c: Correctness, bad_leaf: str | None = None) -> str:
+    leaf = f" in output {bad_leaf}" if bad_leaf else ""
     if c.max_abs_error is None:
-        return "FAILED: output has the wrong shape or non-finite values"
-    verdict = "ok" if c.passed else f"FAILED (beyond atol={c.atol:g}, rtol={c.rtol:g})"
+        return f"FAILED{leaf}: output has the wrong structure, shape or non-finite values"
+    verdict = "ok" if c.passed else f"FAILED{leaf} (beyond atol={c.atol:g}, rtol={c.rtol:g})"
     return f"{verdict}, max abs error {c.max_abs_error:.3g}"
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException, source_file: str = "") -> str:
     text = " ".join(f"{type(exc).__name__}: {exc}".split())
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 3] + "..."
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-    return text + where
+    inside = where_in_scenario(exc, source_file) if source_file else None
+    if inside is not None:
+        return f"{text} (at {inside})"
+    return text + (f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else "")

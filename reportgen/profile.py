@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
+import os
 import secrets
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -39,10 +40,7 @@ from reportgen.environment import fingerprint, git_info
 from reportgen.errors import BundleError, ExitCode
 from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
 from reportgen.model import MeasureSettings, Run, RunSource, ScenarioInfo, VariantStatus
-from reportgen.scenario import (
-    Scenario,
-    call_scenario,
-)
+from reportgen.scenario import Scenario, call_scenario
 from reportgen.stats import summarize
 from reportgen.terminal import terminal_safe
 
@@ -62,42 +60,99 @@ class ProfileRequest:
     threads: int | None
     store: Path
     quiet: bool
+    params: dict[str, Any] = field(default_factory=dict)
+    """The scenario's declared parameters, typed (``--param``, then config ``params``, then declared defaults)."""
+    machine: str | None = None
+    """The user's name for the machine (recorded in the run's environment); None: unnamed."""
 
 
 class ProgressPrinter:
-    """One line per phase on stderr, with the elapsed time: readable in a terminal and in CI logs."""
+    """One line per phase on stderr, with the elapsed time: readable in a terminal and in CI logs.
 
-    def __init__(self, total: int, quiet: bool, stream: TextIO = sys.stderr) -> None:
-        self.total, self.quiet, self.stream = total, quiet, stream
+    In a terminal each line carries a bar of the variants done so far. Only these lines reach the
+    terminal while profiling: third-party output goes to the run's log (see ``captured_output``).
+    """
+
+    BAR_WIDTH = 20
+
+    def __init__(self, total: int, quiet: bool, stream: TextIO | None = None) -> None:
+        self.total, self.quiet, self.stream = total, quiet, stream if stream is not None else sys.stderr
         self.index = 0
         self.t0 = time.monotonic()
 
     def start_variant(self) -> None:
         self.index += 1
 
+    def bar(self) -> str:
+        """``[#####---------------] `` for the variants finished so far (in a terminal only)."""
+        if not self.index or not _is_tty(self.stream):
+            return ""
+        filled = round(self.BAR_WIDTH * (self.index - 1) / max(self.total, 1))
+        return "[" + "#" * filled + "-" * (self.BAR_WIDTH - filled) + "] "
+
     def __call__(self, message: str) -> None:
         if not self.quiet:
             where = f"[{self.index}/{self.total}] " if self.index else ""
-            print(f"{time.monotonic() - self.t0:6.1f}s {where}{terminal_safe(message)}", file=self.stream, flush=True)
+            print(f"{time.monotonic() - self.t0:6.1f}s {self.bar()}{where}{terminal_safe(message)}",
+                  file=self.stream, flush=True)
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def captured_output(log_path: Path) -> Iterator[TextIO]:
+    """Send file descriptors 1 and 2 (C++ libraries such as Kineto included) to ``log_path``; yield a stream
+    on the original stderr for reportgen's own progress lines. Everything is restored on exit."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    terminal = os.fdopen(os.dup(saved[2]), "w", buffering=1, encoding="utf-8", errors="replace")
+    with open(log_path, "ab") as log:
+        try:
+            for fd in (1, 2):
+                os.dup2(log.fileno(), fd)
+            yield terminal
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            terminal.close()
+
+
+LOG_FILE = "profile.log"
+"""The bundle member holding what libraries printed while profiling (Kineto, inductor, the scenario)."""
 
 
 def run_profile(request: ProfileRequest) -> int:
     """Profile, store the bundle, print a summary; exit code 4 when any variant failed."""
-    progress = ProgressPrinter(len(request.variants), request.quiet)
     backend = select_backend(request.device)
     import torch
 
     if request.threads:
         torch.set_num_threads(request.threads)
-    progress(f"device {backend.kind.value} ({backend.device_name()}), scenario {request.scenario.name}, "
-             f"shape {request.shape}, {request.dtype}")
-    progress("measuring the bandwidth ceiling")
-    peak = backend.measure_peak()
     created = datetime.now(timezone.utc).replace(microsecond=0)
     with _work_folder() as work:
-        outcomes = _measure_all(request, backend, work, progress)
+        log = work / LOG_FILE
+        with captured_output(log) as terminal:
+            progress = ProgressPrinter(len(request.variants), request.quiet, terminal)
+            params = ", ".join(f"{k}={v}" for k, v in request.params.items())
+            progress(f"device {backend.kind.value} ({backend.device_name()}), scenario {request.scenario.name}, "
+                     f"shape {request.shape}, {request.dtype}" + (f", {params}" if params else "")
+                     + (f", machine {request.machine}" if request.machine else ""))
+            progress("measuring the bandwidth ceiling")
+            peak = backend.measure_peak()
+            outcomes = _measure_all(request, backend, work, progress)
         run = _assemble(request, backend, peak, created, outcomes, torch)
         files = _bundle_files(outcomes)
+        if log.stat().st_size:
+            files[LOG_FILE] = log.read_bytes()
         folder = _store_or_keep(request.store, _with_artifacts(run, outcomes, files), files)
     _print_summary(run, folder)
     return ExitCode.OK if run.ok else ExitCode.VARIANT_FAILED
@@ -141,14 +196,19 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
                  ) -> list[VariantOutcome]:
     import torch
 
+    from reportgen.measure import clone_args
+
     sc = request.scenario
     dtype = getattr(torch, request.dtype)
-    args = call_scenario(sc.make_inputs, "make_inputs", request.shape, dtype, request.seed, backend.torch_device())
-    reference = call_scenario(sc.reference, "reference", *args)
+    src = sc.source_file
+    args = call_scenario(sc.make, "make_inputs", request.shape, dtype, request.seed, backend.torch_device(),
+                         request.params, source_file=src)
+    reference = call_scenario(sc.reference, "reference", *clone_args(args), source_file=src)
     itemsize = torch.empty((), dtype=dtype).element_size()
     inputs = VariantInputs(args, reference, sc.tolerances[request.dtype],
-                           call_scenario(sc.bytes_per_call, "bytes_per_call", request.shape, itemsize),
-                           call_scenario(sc.flops_per_call, "flops_per_call", request.shape))
+                           call_scenario(sc.bytes_per_call, "bytes_per_call", request.shape, itemsize, source_file=src),
+                           call_scenario(sc.flops_per_call, "flops_per_call", request.shape, source_file=src),
+                           src)
     outcomes = []
     for variant in sc.variants:
         if variant.name not in request.variants:
@@ -165,10 +225,12 @@ def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: dat
     return new_run(
         created, backend.kind, request.label, RunSource.PROFILE, secrets.token_hex(4),
         git=git_info(),
-        environment=fingerprint(torch, backend.device_name(), backend.environment_extras()),
+        environment=dataclasses.replace(fingerprint(torch, backend.device_name(), backend.environment_extras()),
+                                        machine=request.machine),
         peak=peak,
         scenario=ScenarioInfo(request.scenario.name, request.scenario.description, {
-            "shape": ",".join(str(d) for d in request.shape), "dtype": request.dtype, "seed": str(request.seed)},
+            "shape": ",".join(str(d) for d in request.shape), "dtype": request.dtype, "seed": str(request.seed),
+            **{p.name: p.show(request.params[p.name]) for p in request.scenario.params}},
             baseline=request.scenario.baseline_among(request.variants)),
         variants=tuple(o.result for o in outcomes),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=s.samples, calls_per_sample=s.calls_per_sample or 0,

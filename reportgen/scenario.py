@@ -6,11 +6,13 @@ under ``reportgen profile``); this module does not.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import re
+import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -38,6 +40,40 @@ class Variant:
     description: str
     fn: Callable[..., Any]
     compile: bool = False
+    inplace: bool = False
+    """True when ``fn`` writes into its inputs: every call then gets fresh clones, made outside the timed region."""
+
+
+PARAM_TYPES: dict[type, str] = {int: "int", float: "float", str: "str", bool: "bool"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A scenario parameter beyond shape, dtype and seed (``eps``, ``dim``, ``causal`` ...), set by ``--param``."""
+
+    name: str
+    type: type
+    default: Any
+    help: str = ""
+
+    def parse(self, text: str, where: str) -> Any:
+        """``text`` as this parameter's type; ScenarioError naming ``where`` (the flag or config key) otherwise."""
+        try:
+            if self.type is bool:
+                lowered = text.strip().lower()
+                if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(text)
+                return lowered in ("true", "1", "yes")
+            return self.type(text)
+        except (TypeError, ValueError):
+            raise ScenarioError(f"{where} {self.name}={text!r}: expected {PARAM_TYPES.get(self.type, self.type.__name__)}"
+                                f" ({self.help or 'see reportgen scenarios'})") from None
+
+    def show(self, value: Any) -> str:
+        """The value as recorded in the run (``ScenarioInfo.parameters``): the same text for equal values."""
+        if self.type is bool:
+            return "true" if value else "false"
+        return repr(value) if self.type is float else str(value)
 
 
 @dataclass(frozen=True)
@@ -69,6 +105,10 @@ class Scenario:
     bytes_per_call: Callable[[tuple[int, ...], int], int]
     flops_per_call: Callable[[tuple[int, ...]], int]
     tolerances: dict[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    params: tuple[Param, ...] = ()
+    """Declared parameters; when any, ``make_inputs`` gets a fifth argument: ``{name: typed value}``."""
+    source_file: str = ""
+    """The file the scenario was loaded from (set by load_scenario): errors in its functions name it."""
     baseline: str | None = None
     """The variant speedups are measured against; None: the first variant."""
 
@@ -76,34 +116,103 @@ class Scenario:
         """Names of the variants in declaration order."""
         return [v.name for v in self.variants]
 
+    def param(self, name: str) -> Param | None:
+        """The declared parameter called ``name``, or None."""
+        return next((p for p in self.params if p.name == name), None)
+
     def baseline_among(self, chosen: tuple[str, ...]) -> str | None:
         """The declared baseline (else the first variant) when it is among ``chosen``, else the first chosen."""
         declared = self.baseline or (self.variants[0].name if self.variants else None)
         return declared if declared in chosen else (chosen[0] if chosen else None)
 
+    def resolve_params(self, given: Mapping[str, str], defaults: Mapping[str, str],
+                       flag: str = "parameter") -> dict[str, Any]:
+        """Typed values of every declared parameter: ``given`` values, then config defaults, then declared defaults.
 
-def load_scenario(ref: str, scenarios_dir: Path = SCENARIOS_DIR) -> Scenario:
-    """Load ``scenarios/<ref>.py`` (or the file ``ref``) and return its ``SCENARIO``."""
-    path = Path(ref) if ref.endswith(".py") else scenarios_dir / f"{ref}.py"
+        A given value naming an undeclared parameter is an error (``flag`` names where it came from); a config
+        default for one is ignored (it may belong to another scenario).
+        """
+        unknown = sorted(set(given) - {p.name for p in self.params})
+        if unknown:
+            declared = ", ".join(p.name for p in self.params) or "none"
+            raise ScenarioError(f"{flag} {unknown[0]}: scenario {self.name!r} declares no such parameter "
+                                f"(it declares: {declared})")
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p.name in given:
+                out[p.name] = p.parse(given[p.name], flag)
+            elif p.name in defaults:
+                out[p.name] = p.parse(defaults[p.name], "config params:")
+            else:
+                out[p.name] = p.default
+        return out
+
+    def make(self, shape: tuple[int, ...], dtype: Any, seed: int, device: Any,
+             params: Mapping[str, Any]) -> tuple[Any, ...]:
+        """``make_inputs`` with the parameters when the scenario declares any."""
+        if self.params:
+            return tuple(self.make_inputs(shape, dtype, seed, device, dict(params)))  # type: ignore[call-arg]
+        return tuple(self.make_inputs(shape, dtype, seed, device))
+
+
+
+def scenario_files(sources: Iterable[Path]) -> dict[str, Path]:
+    """Scenario name (file stem) -> file, from files and folders (a folder: its ``*.py`` not starting with ``_``).
+
+    The first source to name a scenario wins.
+    """
+    found: dict[str, Path] = {}
+    for src in sources:
+        files = sorted(p for p in src.glob("*.py") if not p.stem.startswith("_")) if src.is_dir() else [src]
+        for f in files:
+            found.setdefault(f.stem, f)
+    return found
+
+
+def available_scenarios(config_sources: Iterable[Path] = ()) -> dict[str, Path]:
+    """The scenarios a name can refer to: the config's, then reportgen's built-in ones."""
+    found = scenario_files(config_sources)
+    for name, path in scenario_files([SCENARIOS_DIR]).items():
+        found.setdefault(name, path)
+    return found
+
+
+def load_scenario(ref: str, scenarios_dir: Path = SCENARIOS_DIR, config_sources: Iterable[Path] = (),
+                  project_root: Path | None = None) -> Scenario:
+    """Load the scenario ``ref`` names (a config scenario, ``scenarios/<ref>.py``, or the file ``ref``).
+
+    The scenario's folder and ``project_root`` (the config's folder) are put on ``sys.path`` first, so a
+    scenario can import the user's own package.
+    """
+    named = scenario_files(config_sources) if not ref.endswith(".py") else {}
+    path = Path(ref) if ref.endswith(".py") else named.get(ref, scenarios_dir / f"{ref}.py")
     if not ref.endswith(".py") and not _NAME_RE.match(ref):
         raise ScenarioError(f"--scenario {ref!r}: use a name from {scenarios_dir} (letters, digits, _) or a .py path")
     if not path.is_file():
-        known = sorted(p.stem for p in scenarios_dir.glob("*.py") if not p.stem.startswith("_"))
+        known = sorted({*(p.stem for p in scenarios_dir.glob("*.py") if not p.stem.startswith("_")), *named})
         raise ScenarioError(f"{path}: no such scenario file; known scenarios: {', '.join(known) or 'none'}")
     spec = importlib.util.spec_from_file_location(f"reportgen_scenario_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise ScenarioError(f"{path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
+    _put_on_sys_path([path.resolve().parent, *([project_root.resolve()] if project_root else [])])
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # a user's file: any error (sys.exit too) is theirs to fix, in one line
-        raise ScenarioError(f"{_where(exc, path)}: failed to load ({type(exc).__name__}: {exc}); "
+        raise ScenarioError(f"{where_in_scenario(exc, path) or path}: failed to load ({type(exc).__name__}: {exc}); "
                             "fix the scenario file") from None
     scenario = getattr(module, "SCENARIO", None)
     if not isinstance(scenario, Scenario):
         raise ScenarioError(f"{path}: must define SCENARIO = reportgen.scenario.Scenario(...)")
     check_scenario(scenario, path)
-    return scenario
+    return dataclasses.replace(scenario, source_file=str(path))
+
+
+def _put_on_sys_path(folders: list[Path]) -> None:
+    for folder in reversed(folders):
+        text = str(folder)
+        if text not in sys.path:
+            sys.path.insert(0, text)
 
 
 def check_scenario(scenario: Scenario, path: Path) -> None:
@@ -131,21 +240,24 @@ def _text_problem(value: object, what: str) -> str | None:
     return f"{what} contains a NUL character" if found.group() == "\x00" else f"{what} contains a lone surrogate"
 
 
-def _where(exc: BaseException, path: Path | str) -> str:
-    """``file:line`` of the deepest frame of ``exc`` in the scenario file ``path`` (else just the file)."""
+def where_in_scenario(exc: BaseException, path: Path | str) -> str | None:
+    """``file:line`` of the deepest frame of ``exc`` in the scenario file ``path``; None when none is in it."""
     target = os.path.realpath(path)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.realpath(f.filename) == target]
-    return f"{path}:{frames[-1].lineno}" if frames else str(path)
+    return f"{path}:{frames[-1].lineno}" if frames else None
 
 
-def call_scenario(scenario_fn: Callable[..., Any], what: str, *args: Any) -> Any:
-    """Call a scenario's function; anything it raises (sys.exit too) is the scenario's error, with file and line."""
+def call_scenario(scenario_fn: Callable[..., Any], what: str, *args: Any, source_file: str = "") -> Any:
+    """Call a scenario's function; anything it raises (sys.exit too) is the scenario's error, with file and line.
+
+    ``source_file``: the scenario's file, when ``scenario_fn`` is not itself defined there (``Scenario.make``).
+    """
     try:
         return scenario_fn(*args)
     except (Exception, SystemExit) as exc:
         code = getattr(scenario_fn, "__code__", None)
-        path = code.co_filename if code is not None else getattr(scenario_fn, "__module__", "scenario")
-        raise ScenarioError(f"{_where(exc, path)}: {what} raised {type(exc).__name__}: {exc}; "
+        path = source_file or (code.co_filename if code is not None else getattr(scenario_fn, "__module__", "scenario"))
+        raise ScenarioError(f"{where_in_scenario(exc, path) or path}: {what} raised {type(exc).__name__}: {exc}; "
                             "fix the scenario file") from None
 
 

@@ -10,7 +10,8 @@ from conftest import run_cli
 from reportgen import __version__
 from reportgen.cli import build_parser, main
 
-COMMANDS = ["profile", "runs", "build", "compare", "publish", "import", "ab", "doctor"]
+COMMANDS = ["profile", "runs", "build", "compare", "publish", "import", "ab", "doctor", "rm", "scenarios", "config",
+            "init"]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

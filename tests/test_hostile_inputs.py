@@ -372,7 +372,8 @@ CASES: dict[str, Case] = {
     "store: empty, compared": Case(_empty_store_compare, ExitCode.BAD_INPUT,
                                    "{inp}/empty: has 0 run(s); 'latest~1' does not exist"),
     "store: unknown run compared": Case(lambda c: ["compare", RUN_A, "nope", "--store", str(c.store)], ExitCode.BAD_INPUT,
-                                        "nope: no such run in {store} and not a bundle folder; see 'reportgen runs'"),
+                                        "nope: no such run in {store} and not a bundle folder, label or git sha; "
+                                        "see 'reportgen runs'"),
     "store: empty, built over the site": Case(_empty_store_built, ExitCode.BAD_INPUT,
                                               "{inp}/empty: holds no runs; run 'reportgen profile' or 'reportgen import' "
                                               "first (the site was not changed)"),
@@ -563,7 +564,8 @@ def test_runs_listing_never_passes_terminal_control_characters(tmp_path: Path,
     write_synthetic(tmp_path, run)
     assert main(["runs", "--store", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[1] == (f"{run.run_id}\t2026-11-30T00:00:00Z\tcpu\t\ufffd]0;owned\ufffd\ufffd[2J\ufffdfake\ufffdrow"
+    assert out.splitlines()[1] == (f"{run.run_id}\t2026-11-30T00:00:00Z\tcpu\t-\trmsnorm\t"
+                                   "\ufffd]0;owned\ufffd\ufffd[2J\ufffdfake\ufffdrow"
                                    "\ufffdevil\ufffd\tv\ufffd[31m\tok")
     assert len(out.splitlines()) == 2
 

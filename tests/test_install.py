@@ -25,7 +25,9 @@ pytestmark = pytest.mark.slow
 SOURCES = ("pyproject.toml", "README.md", "reportgen", "templates", "scenarios")
 SHIPPED = ("reportgen/templates/run.html", "reportgen/templates/charts/bars.svg", "reportgen/templates/style.css",
            "reportgen/templates/favicon.svg", "reportgen/templates/reading-a-report.md",
-           "reportgen/scenarios/rmsnorm.py", "reportgen/scenarios/layernorm.py", "reportgen/site/build.py")
+           "reportgen/scenarios/rmsnorm.py", "reportgen/scenarios/layernorm.py", "reportgen/site/build.py",
+           "reportgen/templates/init/reportgen.toml.j2", "reportgen/templates/init/workflow.yml.j2",
+           "reportgen/templates/init/example_scenario.py.j2", "reportgen/ci/action.sh", "reportgen/ci/comment.py")
 
 
 def _build_wheel(tmp: Path) -> Path:

@@ -19,7 +19,7 @@ from reportgen.model import SCHEMA_VERSION
 V1_ID = "20261130T050311Z-cpu-base-4be6d1"
 V1_BUNDLE = ROOT / "tests" / "data" / "bundles" / "v1" / V1_ID
 V1_ENVIRONMENT_V2 = {
-    "cpu_count": 2, "cpu_model": "Intel(R) Xeon(R) Processor", "device_extras": {},
+    "cpu_count": 2, "cpu_model": "Intel(R) Xeon(R) Processor", "device_extras": {}, "machine": None,
     "device_name": "Intel(R) Xeon(R) Processor", "hostname": "vm", "load_average_1m": None,
     "platform": "Linux-6.18.44-fc-v657-x86_64-with-glibc2.36", "python_version": "3.11.7", "torch_threads": 1,
     "torch_version": "2.13.0+cpu",

@@ -77,8 +77,9 @@ def test_runs_lists_both(real_cpu_store: Path, real_runs) -> None:  # type: igno
     proc = run_cli("runs", "--store", str(real_cpu_store))
     assert proc.returncode == 0
     lines = proc.stdout.strip().splitlines()
-    assert lines[0].split("\t") == ["run_id", "time_utc", "device", "label", "variants", "status"]
-    assert [ln.split("\t")[3] for ln in lines[1:]] == ["base", "head"]
+    assert lines[0].split("\t") == ["run_id", "time_utc", "device", "machine", "scenario", "label", "variants",
+                                    "status"]
+    assert [ln.split("\t")[3:6] for ln in lines[1:]] == [["-", "rmsnorm", "base"], ["-", "rmsnorm", "head"]]
     assert all(ln.endswith("\tnaive,fused,compiled\tok") for ln in lines[1:])
 
 

@@ -17,8 +17,10 @@ from reportgen.cli import build_parser
 from reportgen.compare import MARKER
 
 WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "reportgen.yml"
+ACTION = WORKFLOW.parent.parent.parent / "action.yml"
+ACTION_SCRIPT = WORKFLOW.parent.parent.parent / "reportgen" / "ci" / "action.sh"
 EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
-SAMPLE_VALUES = {"REPORTGEN_DEVICE": "auto", "REPORTGEN_THRESHOLD": "5"}
+SAMPLE_VALUES = {"REPORTGEN_DEVICE": "auto", "REPORTGEN_THRESHOLD": "5", "RG_THRESHOLD": "5"}
 """Values for the workflow's shell variables whose content the CLI checks; any other becomes X."""
 
 
@@ -38,7 +40,14 @@ def steps(wf: dict[Any, Any], job: str) -> list[dict[str, Any]]:
 
 
 def run_scripts(wf: dict[Any, Any]) -> list[str]:
-    return [s["run"] for job in wf["jobs"].values() for s in job.get("steps", []) if "run" in s]
+    """The shell the workflow runs: its own run steps, and the action's (uses: ./), whose logic is action.sh."""
+    action = yaml.safe_load(ACTION.read_text())
+    return [s["run"] for job in wf["jobs"].values() for s in job.get("steps", []) if "run" in s] + [
+        s["run"] for s in action["runs"]["steps"] if "run" in s] + [ACTION_SCRIPT.read_text()]
+
+
+def local_action_step(wf: dict[Any, Any], job: str) -> dict[str, Any]:
+    return next(s for s in wf["jobs"][job]["steps"] if s.get("uses") == "./")
 
 
 def test_triggers_and_runner_parameter(wf: dict[Any, Any]) -> None:
@@ -54,10 +63,12 @@ def test_triggers_and_runner_parameter(wf: dict[Any, Any]) -> None:
 def test_pages_flow_uploads_and_deploys(wf: dict[Any, Any]) -> None:
     build, deploy = wf["jobs"]["profile-and-build"], wf["jobs"]["deploy"]
     assert build["if"] == "github.event_name != 'pull_request'"
-    uses = [s.get("uses", "") for s in build["steps"]]
+    assert local_action_step(wf, "profile-and-build")["with"]["mode"] == "push"
+    action_steps = yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+    uses = [s.get("uses", "") for s in action_steps]
     assert "actions/upload-pages-artifact@v3" in uses and "actions/configure-pages@v5" in uses
-    upload = next(s for s in build["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact"))
-    assert upload["with"]["path"] == "site"
+    upload = next(s for s in action_steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "${{ runner.temp }}/reportgen-site"
     assert deploy["needs"] == "profile-and-build"
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
     assert deploy["environment"]["name"] == "github-pages"
@@ -68,24 +79,24 @@ def test_pull_request_flow_profiles_both_compares_and_comments(wf: dict[Any, Any
     job = wf["jobs"]["compare"]
     assert job["if"].startswith("github.event_name == 'pull_request'")
     assert job["permissions"]["pull-requests"] == "write"
-    refs = [s["with"]["ref"] for s in job["steps"] if s.get("uses", "").startswith("actions/checkout")]
-    assert refs == ["${{ github.event.pull_request.base.sha }}", "${{ github.event.pull_request.head.sha }}"]
-    script = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
-    assert f"'{MARKER}'" in script and "updateComment" in script and "createComment" in script
-    compare = next(s for s in job["steps"] if s.get("id") == "compare")["run"]
-    assert "--fail-on-regression" in compare
-    fail = job["steps"][-1]
-    assert fail["if"] == "steps.compare.outputs.rc == '1'" and "exit 1" in fail["run"]
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"] == {"ref": "${{ github.event.pull_request.head.sha }}", "fetch-depth": 0}
+    assert local_action_step(wf, "compare")["with"]["mode"] == "pull-request"
+    script = ACTION_SCRIPT.read_text()  # the action's logic; tests/test_action.py runs it
+    assert 'worktree add --quiet --detach "$tmp/reportgen-base" "$base_sha"' in script
+    assert f'echo "{MARKER}"' in script and "python -m reportgen.ci.comment" in script
+    assert "--fail-on-regression" in script and 'if [ "$gate" -eq 1 ]; then' in script
 
 
 def test_only_known_actions_pinned_to_a_major_version(wf: dict[Any, Any]) -> None:
     known = {"actions/checkout", "actions/setup-python", "actions/configure-pages", "actions/upload-pages-artifact",
              "actions/deploy-pages", "actions/github-script"}
-    for job in wf["jobs"].values():
-        for s in job["steps"]:
-            if "uses" in s:
-                name, _, version = s["uses"].partition("@")
-                assert name in known and re.fullmatch(r"v\d+", version), s["uses"]
+    steps = [s for job in wf["jobs"].values() for s in job["steps"]]
+    steps += yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+    for s in steps:
+        if "uses" in s and s["uses"] != "./":
+            name, _, version = s["uses"].partition("@")
+            assert name in known and re.fullmatch(r"v\d+", version), s["uses"]
 
 
 def _reportgen_commands(script: str) -> list[list[str]]:
@@ -96,7 +107,7 @@ def _reportgen_commands(script: str) -> list[list[str]]:
         m = re.search(r"(?:^|[;&|]\s*)reportgen\s+(.*)$", line.strip())
         if not m:
             continue
-        text = EXPRESSION.sub("X", m.group(1))
+        text = EXPRESSION.sub("X", m.group(1)).replace('"${args[@]}"', "--quiet --device cpu")  # profile_args
         text = re.sub(r"\$\{\w+:\+(.*?)\}", r"\1", text)  # ${VAR:+--opt "$VAR"} -> --opt "$VAR"
         text = re.sub(r"\$\{?(\w+)[^}\s\"]*\}?", lambda v: SAMPLE_VALUES.get(v.group(1), "X"), text)
         argv = shlex.split(text)
@@ -146,7 +157,8 @@ def test_workflow_matches_githubs_workflow_schema(tmp_path: Path) -> None:
 
 def test_profile_steps_keep_going_when_a_variant_fails() -> None:
     """exit 4 (a variant failed; the run is stored) must reach compare / the site, not end the job."""
-    text = (Path(__file__).resolve().parent.parent / ".github" / "workflows" / "reportgen.yml").read_text()
-    lines = [ln.strip() for ln in text.splitlines() if re.search(r"(^|run: )reportgen profile ", ln.strip())]
-    assert len(lines) == 3
-    assert all(ln.endswith("|| [ $? -eq 4 ]") for ln in lines)
+    for code, expected in ((0, 0), (4, 0), (3, 3), (2, 2)):
+        script = (f'reportgen() {{ return {code}; }}; source "{ACTION_SCRIPT}"; rc=0; profile . store label 2>/dev/null '
+                  '|| rc=$?; echo "rc=$rc"')
+        proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+        assert proc.stdout.strip().endswith(f"rc={expected}"), (code, proc.stdout, proc.stderr)

@@ -188,7 +188,8 @@ def _remove_lists(root: Path) -> None:
 def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list[FailedPage], plan: SitePlan,
                  root: Path, base_url: str, old_site: Path) -> int:
     """What lists every run: the index (with the newest run's summary), history charts, assets, the manifest."""
-    runs = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.digest.created_utc, r.digest.run_id))
+    every = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.digest.created_utc, r.digest.run_id))
+    runs = [r for r in every if r.entry.run_id not in plan.withdrawn]
     latest = None
     if runs:
         newest = runs[-1]
@@ -198,5 +199,5 @@ def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list
     pages = sum(r.pages for r in rendered)
     pages += write_index([r.digest for r in runs], latest, root, base_url, failed)
     write_static(root)
-    write_manifest(runs, root, base_url)
+    write_manifest(every, root, base_url)
     return pages

@@ -155,11 +155,12 @@ def digest_from_manifest(data: object) -> analysis.RunDigest | None:
         return None
     source, device = _enum_or_none(RunSource, data["source"]), _enum_or_none(DeviceKind, data["device"])
     decoded = [_variant_digest_from_manifest(v) for v in variants]
-    if source is None or device is None or any(v is None for v in decoded):
+    if source is None or device is None or any(v is None for v in decoded) or not (
+            data["machine"] is None or _is_text(data["machine"])):
         return None
     return analysis.RunDigest(data["run_id"], data["created_utc"], data["label"], source, device,
                               data["device_name"], data["scenario"], dict(params), sha, base,
-                              tuple(v for v in decoded if v is not None))
+                              tuple(v for v in decoded if v is not None), data["machine"])
 
 
 def _variant_digest_from_manifest(data: object) -> analysis.VariantDigest | None:

@@ -18,6 +18,7 @@ from reportgen.model import Run
 from reportgen.render import TEMPLATES_DIR, markdown_to_html, render_html, render_md
 from reportgen.site.manifest import DATA_DIR, NOJEKYLL, ManifestEntry, PageOrigin, SiteRun
 from reportgen.site.workers import render_workers, worker_init
+from reportgen.withdrawn import read_withdrawn
 
 PAGES_PER_RUN = 2
 """A run's folder holds two pages: index.html and report.md."""
@@ -124,7 +125,8 @@ def write_run_page(run: Run, bundle: Path, dest: Path, view: analysis.RunView | 
     view = view or analysis.run_view(run)
     images = _run_images(view, bundle, dest)
     downloads = copy_data(run, bundle, dest)
-    context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../"}
+    context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../",
+               "withdrawn": read_withdrawn(bundle.parent).get(run.run_id)}
     (dest / "index.html").write_text(render_html("run.html", **context), encoding="utf-8")
     (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
     return PAGES_PER_RUN

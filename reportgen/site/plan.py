@@ -24,6 +24,7 @@ from reportgen.site.manifest import (
     SiteRun,
 )
 from reportgen.site.pages import sha256_file
+from reportgen.withdrawn import read_withdrawn
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class SitePlan:
 
     runs: tuple[PlannedRun, ...]
     renderer_version: str
+    withdrawn: frozenset[str] = frozenset()  # runs `reportgen rm` withdrew: kept in the manifest, out of the index
 
 
 def package_dir() -> Path:
@@ -84,15 +86,17 @@ def gather(store: Path, out: Path, old: dict[str, OldEntry]) -> SitePlan:
     """
     version = renderer_version()
     planned: dict[str, PlannedRun] = {}
+    withdrawn = frozenset(read_withdrawn(store))
     for bundle in list_run_dirs(store):
-        planned[bundle.name] = _reuse(bundle, out, old, version) or PlannedRun(
+        reused = None if bundle.name in withdrawn else _reuse(bundle, out, old, version)
+        planned[bundle.name] = reused or PlannedRun(
             bundle.name, PageOrigin.RENDERED, bundle, bundle, fallback=_fallback(bundle.name, out, old))
     for run_id, prev in sorted(old.items()):
         if run_id not in planned:
             d = prev.digest or analysis.digest(load_carried(out, run_id))
             planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, out / RUNS_DIR / run_id, None,
                                          SiteRun(prev.entry, d, PageOrigin.CARRIED))
-    return SitePlan(tuple(planned.values()), version)
+    return SitePlan(tuple(planned.values()), version, withdrawn)
 
 
 def _fallback(run_id: str, out: Path, old: dict[str, OldEntry]) -> SiteRun | None:

@@ -1,0 +1,233 @@
+"""The reusable GitHub Action: action.yml and this repository's workflow validate against GitHub's
+published schemas, and the action's script (reportgen/ci/action.sh, which action.yml runs) works
+end to end with a fake GITHUB_* environment, a local bare remote and a local stand-in for the API."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import ROOT
+from user_repo_kit import ADD_RMSNORM, git, write_user_package
+
+from reportgen.ci import ACTION_SCRIPT
+from reportgen.ci.comment import GitHub, post_or_update
+from reportgen.compare import MARKER
+
+ACTION = ROOT / "action.yml"
+WORKFLOW = ROOT / ".github" / "workflows" / "reportgen.yml"
+VENV_BIN = Path(sys.executable).parent
+
+
+def check_jsonschema() -> str | None:
+    return shutil.which("check-jsonschema") or (str(VENV_BIN / "check-jsonschema")
+                                                if (VENV_BIN / "check-jsonschema").exists() else None)
+
+
+needs_schema = pytest.mark.skipif(check_jsonschema() is None, reason="check-jsonschema is not installed")
+
+
+@needs_schema
+@pytest.mark.parametrize(("path", "schema"), [(ACTION, "vendor.github-actions"), (WORKFLOW, "vendor.github-workflows")])
+def test_valid_against_githubs_published_schema_offline(path: Path, schema: str, tmp_path: Path) -> None:
+    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+           "NO_PROXY": ""}  # the built-in schemas ship inside check-jsonschema: no network needed
+    cmd = [str(check_jsonschema()), "--builtin-schema", schema]
+    ok = subprocess.run([*cmd, str(path)], capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    broken = tmp_path / path.name
+    broken.write_text(path.read_text().replace("using: composite", "using: compositee")
+                      .replace("runs-on: ubuntu-latest", "runs_on: ubuntu-latest"))
+    assert subprocess.run([*cmd, str(broken)], capture_output=True, text=True, env=env).returncode != 0
+
+
+def test_action_inputs_are_declared_and_used_and_steps_run_the_script() -> None:
+    action = yaml.safe_load(ACTION.read_text())
+    assert action["runs"]["using"] == "composite"
+    declared = set(action["inputs"])
+    assert {"mode", "scenarios", "device", "threshold", "python-version", "install", "token"} <= declared
+    text = ACTION.read_text()
+    used = set(re.findall(r"inputs\.([\w-]+)", text))
+    assert used == declared, (used ^ declared)
+    runs = [s["run"] for s in action["runs"]["steps"] if "run" in s]
+    assert 'bash "${GITHUB_ACTION_PATH}/reportgen/ci/action.sh" pull-request' in runs
+    assert 'bash "${GITHUB_ACTION_PATH}/reportgen/ci/action.sh" push' in runs
+    assert (ROOT / "reportgen" / "ci" / "action.sh") == ACTION_SCRIPT and ACTION_SCRIPT.is_file()
+    upload = next(s for s in action["runs"]["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "${{ runner.temp }}/reportgen-site"
+    push = next(s for s in action["runs"]["steps"] if s.get("id") == "push")
+    assert push["env"]["RG_SITE_DIR"] == upload["with"]["path"]
+
+
+def test_this_repositorys_workflow_uses_the_local_action() -> None:
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    uses = {job: [s.get("uses") for s in wf["jobs"][job]["steps"]] for job in ("profile-and-build", "compare")}
+    modes = {job: next(s["with"]["mode"] for s in wf["jobs"][job]["steps"] if s.get("uses") == "./")
+             for job in uses}
+    assert modes == {"profile-and-build": "push", "compare": "pull-request"}
+
+
+def test_script_is_valid_bash() -> None:
+    proc = subprocess.run(["bash", "-n", str(ACTION_SCRIPT)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- a stand-in for the GitHub REST API -----------------------------------------------------------
+
+
+class FakeGitHub:
+    """Issue comments of one pull request, with every request recorded."""
+
+    def __init__(self) -> None:
+        self.comments: list[dict[str, Any]] = []
+        self.requests: list[tuple[str, str, str]] = []
+        self.next_id = 100
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[str, FakeGitHub]]:
+    state = FakeGitHub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self, code: int, body: Any) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _body(self) -> dict[str, Any]:
+            return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+        def do_GET(self) -> None:  # noqa: N802
+            state.requests.append(("GET", self.path, self.headers.get("Authorization", "")))
+            page = int(re.search(r"[?&]page=(\d+)", self.path).group(1))  # type: ignore[union-attr]
+            self._reply(200, state.comments[(page - 1) * 100: page * 100])
+
+        def do_POST(self) -> None:  # noqa: N802
+            state.requests.append(("POST", self.path, self.headers.get("Authorization", "")))
+            state.next_id += 1
+            state.comments.append({"id": state.next_id, "body": self._body()["body"], "user": {"type": "Bot"}})
+            self._reply(201, state.comments[-1])
+
+        def do_PATCH(self) -> None:  # noqa: N802
+            state.requests.append(("PATCH", self.path, self.headers.get("Authorization", "")))
+            cid = int(self.path.rsplit("/", 1)[1])
+            comment = next(c for c in state.comments if c["id"] == cid)
+            comment["body"] = self._body()["body"]
+            self._reply(200, comment)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_comment_is_created_once_then_updated(api: tuple[str, FakeGitHub]) -> None:
+    url, state = api
+    state.comments.append({"id": 1, "body": f"{MARKER} but a person wrote it", "user": {"type": "User"}})
+    gh = GitHub(url, "o/r", "tok")
+    assert post_or_update(gh, 7, f"{MARKER}\nfirst") == "created"
+    assert post_or_update(gh, 7, f"{MARKER}\nsecond") == "updated"
+    assert [c["body"] for c in state.comments] == [f"{MARKER} but a person wrote it", f"{MARKER}\nsecond"]
+    assert all(auth == "Bearer tok" for _m, _p, auth in state.requests)
+    assert [m for m, _p, _a in state.requests] == ["GET", "POST", "GET", "PATCH"]
+
+
+# --- the script, run as the action runs it --------------------------------------------------------
+
+
+def user_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A bare remote with one commit of a user repository (config + one scenario), and a clone of it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    write_user_package(src, {"add_rmsnorm": ADD_RMSNORM})
+    (src / "reportgen.toml").write_text('scenarios = ["bench/"]\nmachine = "ci-box"\n')
+    git(src, "init", "--quiet", "-b", "main")
+    git(src, "add", "-A")
+    git(src, "commit", "--quiet", "-m", "base")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "--quiet", "--bare", str(src), str(remote))
+    work = tmp_path / "workspace"
+    git(tmp_path, "clone", "--quiet", str(remote), str(work))
+    return remote, work
+
+
+def action_env(tmp_path: Path, work: Path, **extra: str) -> dict[str, str]:
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "REPORTGEN_", "RG_"))}
+    env.update({"PATH": f"{VENV_BIN}{os.pathsep}{env['PATH']}", "GITHUB_WORKSPACE": str(work),
+                "RUNNER_TEMP": str(runner_temp), "GITHUB_OUTPUT": str(runner_temp / "output"),
+                "GITHUB_SHA": git(work, "rev-parse", "HEAD"), "GITHUB_REF_NAME": "main",
+                "GITHUB_REPOSITORY": "o/r", "GITHUB_TOKEN": "tok", "RG_INSTALL": "", "RG_DEVICE": "cpu",
+                "HOME": str(tmp_path / "home"), "GIT_CONFIG_NOSYSTEM": "1", **extra})
+    return env
+
+
+def run_action(mode: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(ACTION_SCRIPT), mode], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_push_mode_keeps_each_run_in_the_results_branch_and_builds_the_site(tmp_path: Path) -> None:
+    remote, work = user_repo(tmp_path)
+    env = action_env(tmp_path, work, RG_SITE_DIR=str(tmp_path / "site"), RG_BASE_URL="/proj/")
+    for i in range(2):
+        proc = run_action("push", env, work)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "USDT" not in proc.stderr + proc.stdout  # third-party lines stay in the run's log
+        runs = git(remote, "ls-tree", "--name-only", "reportgen-results").split()
+        assert len(runs) == i + 1
+    bundle = runs[0]
+    files = git(remote, "ls-tree", "-r", "--name-only", "reportgen-results", bundle).split()
+    assert f"{bundle}/run.json" in files and f"{bundle}/profile.log" in files
+    run = json.loads(git(remote, "show", f"reportgen-results:{bundle}/run.json"))
+    assert run["environment"]["machine"] == "ci-box" and run["label"].startswith("main ")
+    site = tmp_path / "site"
+    manifest = (site / "manifest.json").read_text()
+    assert '"base_url": "/proj/"' in manifest and all(r in manifest for r in runs)
+    assert f"site={site}" in (tmp_path / "runner-temp" / "output").read_text()
+    assert git(work, "worktree", "list").count("\n") == 0  # the results worktree is cleaned up
+
+
+def test_pull_request_mode_compares_comments_once_and_gates(tmp_path: Path, api: tuple[str, FakeGitHub]) -> None:
+    url, state = api
+    remote, work = user_repo(tmp_path)
+    base_sha = git(work, "rev-parse", "HEAD")
+    kernels = work / "mykernels" / "__init__.py"
+    kernels.write_text(kernels.read_text().replace("residual.add_(x)", "residual.add_(x).add_(1.0)"))  # a bug
+    git(work, "commit", "--quiet", "-am", "head: break the fused kernel")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "base": {"sha": base_sha}}}))
+    state.comments.append({"id": 5, "body": f"{MARKER}\nold", "user": {"type": "Bot"}})
+    env = action_env(tmp_path, work, GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=url, RG_THRESHOLD="50")
+    proc = run_action("pull-request", env, work)
+    assert proc.returncode == 1, proc.stderr[-3000:]  # fused_inplace: OK in base, wrong in head
+    assert "::error::reportgen: a variant is significantly slower, or broken in the head" in proc.stdout
+    assert [m for m, _p, _a in state.requests] == ["GET", "PATCH"] and len(state.comments) == 1
+    body = state.comments[0]["body"]
+    assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1
+    assert "fused\\_inplace broken (incorrect)" in body and "add\\_rmsnorm" in body
+    comment_file = Path((tmp_path / "runner-temp" / "output").read_text().split("comment=")[1].strip())
+    assert comment_file.read_text() == body
+    assert git(work, "worktree", "list").count("\n") == 0  # the base worktree is removed

@@ -1,0 +1,69 @@
+"""`reportgen init`: writes a config, an example scenario and a workflow; never overwrites; next steps."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reportgen.cli import main
+from reportgen.config import load_config
+from reportgen.initcmd import DEFAULT_ACTION_REF, FILES
+
+WRITTEN = ["reportgen.toml", "bench/example_scenario.py", ".github/workflows/reportgen.yml"]
+
+
+def test_init_writes_three_files_and_prints_next_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert [f.rel for f in FILES] == WRITTEN
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[:3] == [f"wrote {tmp_path / rel}" for rel in WRITTEN]
+    assert "next steps:" in out and "reportgen profile" in out and "reportgen build" in out
+    cfg = load_config(tmp_path, environ={})
+    assert cfg.file == tmp_path.resolve() / "reportgen.toml"
+    assert cfg.scenarios == (tmp_path.resolve() / "bench",) and cfg.threshold_pct == 5.0
+    wf = yaml.safe_load((tmp_path / WRITTEN[2]).read_text())
+    uses = [s["uses"] for job in wf["jobs"].values() for s in job["steps"] if "uses" in s]
+    assert uses.count(DEFAULT_ACTION_REF) == 2 and "actions/deploy-pages@v4" in uses
+    modes = [s["with"]["mode"] for job in wf["jobs"].values() for s in job["steps"] if "with" in s and "mode" in s["with"]]
+    assert sorted(modes) == ["pull-request", "push"]
+    compile((tmp_path / WRITTEN[1]).read_text(), WRITTEN[1], "exec")
+
+
+def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / WRITTEN[2]).write_text("mine\n")
+    assert main(["init", "--dir", str(tmp_path)]) == 6
+    err = capsys.readouterr().err
+    assert err == (f"reportgen: error: {tmp_path / WRITTEN[2]}: already exists; reportgen init never overwrites a "
+                   "file (move it away or edit it by hand)\n")
+    assert (tmp_path / WRITTEN[2]).read_text() == "mine\n"
+    assert not (tmp_path / "reportgen.toml").exists() and not (tmp_path / "bench").exists()
+
+
+def test_init_refuses_when_pyproject_already_configures_reportgen(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.reportgen]\nthreshold = 3\n")
+    assert main(["init", "--dir", str(tmp_path)]) == 6
+    assert "pyproject.toml: already has [tool.reportgen]" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
+
+
+def test_init_action_ref_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "--dir", str(tmp_path), "--action-ref", "me/reportgen@v1\n  evil: 1"]) == 2
+    assert "--action-ref" in capsys.readouterr().err and not any(tmp_path.iterdir())
+    assert main(["init", "--dir", str(tmp_path), "--action-ref", "me/reportgen@abc123"]) == 0
+    assert "uses: me/reportgen@abc123" in (tmp_path / WRITTEN[2]).read_text()
+
+
+@pytest.mark.skipif(shutil.which("check-jsonschema") is None and not Path(".venv/bin/check-jsonschema").exists(),
+                    reason="check-jsonschema is not installed")
+def test_written_workflow_matches_githubs_schema(tmp_path: Path) -> None:
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    exe = shutil.which("check-jsonschema") or ".venv/bin/check-jsonschema"
+    proc = subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", str(tmp_path / WRITTEN[2])],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

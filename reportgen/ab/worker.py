@@ -35,6 +35,7 @@ from reportgen.devices.backend import Backend
 from reportgen.environment import fingerprint
 from reportgen.errors import ReportgenError
 from reportgen.measure import (
+    CallArgs,
     _calibrate,
     _one_line,
     _release_compile_workers,
@@ -63,6 +64,7 @@ class _State:
     scenario: Scenario | None = None
     backend: Backend | None = None
     fns: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    call_args: dict[str, CallArgs] = field(default_factory=dict)
     args: tuple[Any, ...] = ()
 
 
@@ -128,16 +130,18 @@ def _warm_variant(state: _State, variant: Variant, reference: Any, sc: Scenario,
     assert backend is not None
     try:
         fn = backend.compile(variant.fn) if variant.compile else variant.fn
-        first_us, result = _timed_call(backend, fn, state.args)
+        call_args = CallArgs(state.args, fresh=variant.inplace)  # an in-place variant gets fresh inputs per call
+        first_us, result = _timed_call(backend, fn, call_args.one())
         correctness = check_correctness(result, reference, sc.tolerances[msg["dtype"]])
         if variant.compile:
             _release_compile_workers()
         with torch.no_grad():
-            _warm_up(backend, fn, state.args, int(msg.get("warmup", 3)))
-            calls = _calibrate(backend, fn, state.args, MIN_SAMPLE_US)
+            _warm_up(backend, fn, call_args, int(msg.get("warmup", 3)))
+            calls = _calibrate(backend, fn, call_args, MIN_SAMPLE_US)
     except Exception as exc:  # the user's variant: its failure is reported, the others go on
         return {"status": "failed", "error": _one_line(exc)}
     state.fns[variant.name] = fn
+    state.call_args[variant.name] = call_args
     status = "ok" if correctness.passed else "incorrect"
     return {"status": status, "error": None if correctness.passed else "wrong result against the reference",
             "first_call_us": first_us, "calls_per_sample": calls, "correctness": to_jsonable(correctness)}
@@ -152,7 +156,7 @@ def _block(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, list[float]] = {}
     with torch.no_grad():
         for name, calls in msg["calls"].items():
-            out[name] = _samples(backend, state.fns[name], state.args, discard + n, int(calls))[discard:]
+            out[name] = _samples(backend, state.fns[name], state.call_args[name], discard + n, int(calls))[discard:]
     return {"event": "block", "samples_us": out}
 
 

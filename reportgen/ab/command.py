@@ -10,6 +10,7 @@ inconclusive after the budget, 3 a side failed to load or compile).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import queue
 import secrets
@@ -35,12 +36,11 @@ from reportgen.ab.coordinator import (
 )
 from reportgen.ab.pairstats import AbVerdict, median
 from reportgen.ab.worker import scenario_path
-from reportgen.bundle import make_run_id, write_bundle
+from reportgen.bundle import new_run, write_bundle
 from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.environment import git_info
 from reportgen.errors import ExitCode, ScenarioError, UsageError
 from reportgen.model import (
-    SCHEMA_VERSION,
     AbInfo,
     AbRound,
     AbRoundSamples,
@@ -213,17 +213,19 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
     """Write both sides as run bundles marked as one pair; returns side -> run id."""
     created = datetime.now(timezone.utc).replace(microsecond=0)
     pair_id = secrets.token_hex(6)
-    device = result.base.device or "unknown"
-    ids = {side: make_run_id(created, device, f"ab-{side}", pair_id) for side in SIDES}
-    for side in SIDES:
-        partner = ids["head" if side == "base" else "base"]
-        write_bundle(store, side_run(result, side, ids[side], partner, pair_id, created, commits[side]), {})
-    return ids
+    runs = {side: side_run(result, side, pair_id, created, commits[side]) for side in SIDES}
+    for side, run in runs.items():
+        partner = runs["head" if side == "base" else "base"].run_id
+        assert run.ab is not None
+        write_bundle(store, dataclasses.replace(
+            run, ab=dataclasses.replace(run.ab, partner_run_id=partner),
+            notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner}: {len(run.ab.rounds)} rounds",)), {})
+    return {side: run.run_id for side, run in runs.items()}
 
 
-def side_run(result: PairResult, side: str, run_id: str, partner_id: str, pair_id: str, created: datetime,
-             git: GitInfo) -> Run:
-    """One side of a measured pair as a Run: every round's samples in ``ab``, all of them in each variant."""
+def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git: GitInfo) -> Run:
+    """One side of a measured pair as a Run (made by the bundle's ``new_run``): every round's samples in ``ab``,
+    all of them in each variant; ``store_pair`` fills in the partner's run id."""
     report: SideReport = getattr(result, side)
     measured = [v.name for v in result.variants if v.kind is VariantKind.MEASURED]
     rounds = tuple(AbRound(r.index, r.first_side, tuple(AbRoundSamples(name, r.samples_us[side][name])
@@ -231,19 +233,15 @@ def side_run(result: PairResult, side: str, run_id: str, partner_id: str, pair_i
     env = from_jsonable(Environment, report.environment or {}, f"{side} worker")
     shape = ",".join(str(d) for d in result.shape or ())
     s = result.settings
-    return Run(
-        schema_version=SCHEMA_VERSION, run_id=run_id, created_utc=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        label=f"A/B {side}", source=RunSource.PROFILE, reportgen_version=__version__,
-        device=DeviceKind(report.device or "unknown"), git=git, environment=env,
-        peak=DevicePeak(None, None, "not measured by reportgen ab"),
+    run = new_run(
+        created, DeviceKind(report.device or "unknown"), f"A/B {side}", RunSource.PROFILE, pair_id, git=git,
+        environment=env, peak=DevicePeak(None, None, "not measured by reportgen ab"),
         scenario=ScenarioInfo(report.scenario_name or "", report.scenario_description,
                               {"shape": shape, "dtype": result.dtype or "", "seed": str(s.seed)}),
         variants=tuple(_variant_result(report, name, rounds, measured) for name in report.variants),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=len(result.rounds) * s.samples_per_block,
-                                 calls_per_sample=0, profile_wait=0, profile_warmup=0, profile_active=0),
-        notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner_id}: {len(rounds)} rounds",),
-        ab=AbInfo(pair_id, side, partner_id, result.method, s.threshold_pct, rounds),
-    )
+                                 calls_per_sample=0, profile_wait=0, profile_warmup=0, profile_active=0))
+    return dataclasses.replace(run, ab=AbInfo(pair_id, side, "", result.method, s.threshold_pct, rounds))
 
 
 def _variant_result(report: SideReport, name: str, rounds: tuple[AbRound, ...], measured: list[str]) -> VariantResult:

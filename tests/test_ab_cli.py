@@ -71,7 +71,7 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     store, out = tmp_path / "store", tmp_path / "comment.md"
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
                    "--shape", "4,64", "--variants", "naive,fused", "--min-rounds", "6", "--max-seconds", "2",
-                   "--samples", "4", "--store", str(store), "--output", str(out), "--quiet", timeout=120)
+                   "--samples", "4", "--store", str(store), "--output", str(out), "--quiet", timeout=600)
     assert proc.stderr == "" and proc.stdout == ""
     text = out.read_text()
     headline = re.search(r"^### :[a-z_]+: reportgen A/B: ([a-z ]+)", text, re.M)
@@ -107,7 +107,7 @@ def test_a_side_that_fails_to_import_is_named_and_exits_3(tmp_path: Path) -> Non
     checkout(tmp_path / "base", "base")
     checkout(tmp_path / "head", "head", scenario=TINY.replace("from abpkg import SIDE", "from abpkg import GONE"))
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
-                   "--store", str(tmp_path / "store"), "--quiet", timeout=120)
+                   "--store", str(tmp_path / "store"), "--quiet", timeout=600)
     assert proc.returncode == 3, proc.stderr
     assert "> The **head** side failed (import): " in proc.stdout
     assert "ImportError" in proc.stdout and "GONE" in proc.stdout

@@ -2,9 +2,9 @@
 
 After each kill the site is exactly the old one or exactly the new one, the gh-pages branch holds exactly
 the old tree or the new one, no stored run is partial or lost, and the next run of the command succeeds
-(and clears what the killed one left behind). Two kinds of kill: at seeded random delays over the whole
-run of a real process, and at every file-system step (rename, rmtree, write) of the commit phase, where a
-random delay rarely lands.
+(and clears what the killed one left behind). Two kinds of kill, both deterministic (no timing decides
+where a kill lands): at seeded random Python calls over the whole run of a real process, and at every
+file-system step (rename, rmtree, write) of the commit phase, where a random call rarely lands.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +59,26 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+# Runs the CLI and SIGKILLs its process group just before the K-th call of a function of the reportgen
+# package (counted with a profile hook, in every thread); K=0 never kills and prints the number of calls.
+_KILL_AT_CALL = r"""
+import atexit, os, signal, sys, threading
+import reportgen
+k = int(sys.argv[1]); calls = [0]; home = os.path.dirname(reportgen.__file__)
+def hook(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename.startswith(home):
+        calls[0] += 1
+        if calls[0] == k:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+sys.setprofile(hook)
+threading.setprofile(hook)
+if k == 0:
+    atexit.register(lambda: print(f"calls={calls[0]}", file=sys.stderr))
+from reportgen.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, **EPOCH, **GIT_ENV, **(extra or {})}
 
@@ -69,27 +88,26 @@ def _start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def kill_after(argv: list[str], delay_s: float, env: dict[str, str] | None = None) -> bool:
-    """Run the CLI and SIGKILL its whole process group after ``delay_s``; True when it was killed."""
-    proc = _start(argv, env)
-    try:
-        proc.wait(timeout=delay_s)
-        return False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return True
-    finally:
-        proc.communicate()
+def kill_at_call(argv: list[str], call: int, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in its own process group, SIGKILLed just before its ``call``-th reportgen function call.
+
+    One worker process and a fixed hash seed make the sequence of calls the same from run to run.
+    """
+    fixed = {"REPORTGEN_JOBS": "1", "PYTHONHASHSEED": "0", **(env or {})}
+    return subprocess.run([sys.executable, "-c", _KILL_AT_CALL, str(call), *argv], env=_env(fixed),
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, start_new_session=True)
 
 
-def timed_run(argv: list[str], env: dict[str, str] | None = None) -> float:
-    """Run the CLI to completion (it must succeed) and return its wall time."""
-    t0 = time.monotonic()
-    proc = _start(argv, env)
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err
-    return time.monotonic() - t0
+def count_calls(argv: list[str], env: dict[str, str] | None = None) -> int:
+    """Run the CLI to completion (it must succeed) and return how many reportgen calls it made."""
+    proc = kill_at_call(argv, 0, env)
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stderr.rsplit("calls=", 1)[1])
+
+
+def seeded_calls(total: int, seed: int, count: int) -> list[int]:
+    """``count`` distinct call numbers spread over the run (the last 2 % left out, where it exits)."""
+    return sorted(random.Random(seed).sample(range(1, max(2, int(total * 0.98))), count))
 
 
 def kill_at_step(argv: list[str], step: int, exchange: bool = True) -> subprocess.CompletedProcess[str]:
@@ -169,20 +187,18 @@ def test_build_killed_at_random_moments(old_and_new_site: tuple[Path, Path, Path
     store, site, pristine, old, new = old_and_new_site
     argv = ["build", "--runs", str(store), "--out", str(site)]
     store_before = snapshot(store, listing=False)
-    duration = timed_run(argv)
-    assert tree_hash(site) == new
-    rng = random.Random(20261130)
-    outcomes = []
-    for _ in range(20):
+    _restore(site, pristine)
+    total = count_calls(argv)
+    assert tree_hash(site) == new and total > 100
+    for call in seeded_calls(total, 20261130, 20):
         _restore(site, pristine)
-        killed = kill_after(argv, rng.uniform(0.0, duration * 1.1))
-        outcomes.append((killed, tree_hash(site)))
-        assert tree_hash(site) in (old, new)
+        proc = kill_at_call(argv, call)
+        assert proc.returncode == -signal.SIGKILL, (call, total, proc.stderr)  # really killed mid-way
+        assert tree_hash(site) in (old, new), f"killed before call {call} of {total}"
         assert snapshot(store, listing=False) == store_before
         build_site(store, site, "/")  # the next build succeeds and clears what the killed one left
         assert tree_hash(site) == new
         assert stray_temp_entries(site.parent, site) == []
-    assert sum(k for k, _ in outcomes) >= 10, outcomes  # most runs really were killed mid-way
 
 
 def test_build_killed_at_every_file_system_step(old_and_new_site: tuple[Path, Path, Path, str, str]) -> None:
@@ -235,20 +251,18 @@ def test_profile_killed_at_random_moments(tmp_path: Path) -> None:
     argv = ["profile", "--device", "cpu", "--shape", "4,8", "--variants", "naive,fused", "--samples", "2",
             "--warmup", "0", "--quiet", "--store", str(store)]
     env = {"TORCHINDUCTOR_CACHE_DIR": str(ROOT / ".cache" / "inductor")}
-    duration = timed_run(argv, env)
+    total = count_calls(argv, env)
     (first,) = [r.run_id for r in load_store(store) if r.run_id != RUN_A]
-    rng = random.Random(7)
-    kills = 0
-    for _ in range(8):
-        kills += kill_after(argv, rng.uniform(0.3, duration * 1.05), env)
+    for call in seeded_calls(total, 7, 8):
+        proc = kill_at_call(argv, call, env)
+        assert proc.returncode == -signal.SIGKILL, (call, total, proc.stderr)
         runs = load_store(store)  # never fails: a killed profile leaves no partial run
         for run in runs:
             assert load_run(store / run.run_id) == run
             assert all(v.trace_path is None or (store / run.run_id / v.trace_path).is_file() for v in run.variants)
             if run.run_id not in (RUN_A, first):
                 assert [v.name for v in run.variants] == ["naive", "fused"]
-    assert kills >= 5
-    timed_run(argv, env)  # the next profile succeeds and clears the killed ones' temporary folders
+    count_calls(argv, env)  # the next profile succeeds and clears the killed ones' temporary folders
     assert stray_temp_entries(store) == []
 
 
@@ -276,14 +290,14 @@ def test_publish_killed_at_random_moments(old_and_new_site: tuple[Path, Path, Pa
     site_before = snapshot(site)
     argv = ["publish", "--site", str(site), "--repo", str(repo)]
     env = {"GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig")}
-    duration = timed_run(argv, env)
+    total = count_calls(argv, env)
     new_tree = _git(repo, "rev-parse", "gh-pages^{tree}")
     assert new_tree != old_tree
-    rng = random.Random(99)
     seen = set()
-    for _ in range(20):
+    for call in seeded_calls(total, 99, 20):
         _git(repo, "update-ref", "refs/heads/gh-pages", old_commit)
-        kill_after(argv, rng.uniform(0.0, duration * 1.1), env)
+        proc = kill_at_call(argv, call, env)
+        assert proc.returncode == -signal.SIGKILL, (call, total, proc.stderr)
         tree = _git(repo, "rev-parse", "gh-pages^{tree}")
         assert tree in (old_tree, new_tree)
         seen.add(tree)

@@ -124,9 +124,9 @@ def make_run_id(created: datetime, device: str, label: str, salt: str) -> str:
 def check_label(label: str) -> None:
     """Refuse a --label with control characters (C0, DEL, C1) or over MAX_LABEL_CHARS; anything else is data."""
     if len(label) > MAX_LABEL_CHARS:
-        raise UsageError(f"--label: {len(label)} characters; keep it under {MAX_LABEL_CHARS}")
+        raise UsageError(f"label: {len(label)} characters; keep it under {MAX_LABEL_CHARS}", field="label")
     if any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in label):
-        raise UsageError("--label: contains control characters; use printable text")
+        raise UsageError("label: contains control characters; use printable text", field="label")
 
 
 def is_valid_run_id(run_id: str) -> bool:

@@ -443,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ExitCode.USAGE
         return int(func(args))
     except ReportgenError as exc:
-        print(f"reportgen: error: {terminal_safe(exc.message)}", file=sys.stderr)
+        print(f"reportgen: error: {terminal_safe(exc.as_flag_message())}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("reportgen: interrupted; stored runs and the site are unchanged", file=sys.stderr)

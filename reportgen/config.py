@@ -233,7 +233,7 @@ def parse_param_flags(items: list[str] | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not PARAM_NAME_RE.match(name):
-            raise ConfigError(f"--param {item!r}: expected NAME=VALUE, e.g. --param eps=1e-5")
+            raise ConfigError(f"param {item!r}: expected NAME=VALUE, e.g. eps=1e-5", field="param")
         out[name] = value.strip()
     return out
 

@@ -24,8 +24,17 @@ class ReportgenError(Exception):
 
     exit_code: ExitCode = ExitCode.BAD_INPUT
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(" ".join(message.split()))
+        self.field = field  # the request field the message starts with, when a command-line flag sets it
+
+    def as_flag_message(self) -> str:
+        """The message as the command line shows it: a leading field name becomes its flag (``base_url`` ->
+        ``--base-url``); the library itself never names flags."""
+        text = self.message
+        if self.field and (text == self.field or text.startswith((self.field + " ", self.field + ":"))):
+            return "--" + self.field.replace("_", "-") + text[len(self.field):]
+        return text
 
     @property
     def message(self) -> str:

@@ -55,7 +55,8 @@ def render_files(request: InitRequest) -> dict[str, str]:
 
     ref = request.action_ref or DEFAULT_ACTION_REF
     if not _ACTION_REF_RE.match(ref):
-        raise UsageError(f"--action-ref {ref!r}: expected OWNER/REPO@REF (e.g. {DEFAULT_ACTION_REF}) or ./PATH")
+        raise UsageError(f"action_ref {ref!r}: expected OWNER/REPO@REF (e.g. {DEFAULT_ACTION_REF}) or ./PATH",
+                         field="action_ref")
     env = new_environment(autoescape=False)
     context = {"action_ref": ref, "scenarios_dir": SCENARIOS_DIR, "branch": request.branch,
                "install": request.install, "repo_name": request.folder.resolve().name}
@@ -90,7 +91,7 @@ def write_new(path: Path, text: str) -> None:
 def run_init(request: InitRequest) -> int:
     """Write the files and print the next steps."""
     if not request.folder.is_dir():
-        raise UsageError(f"--dir {request.folder}: no such folder; create the repository first")
+        raise UsageError(f"dir {request.folder}: no such folder; create the repository first", field="dir")
     files = render_files(request)
     check_free(request.folder, list(files))
     for rel, text in files.items():

@@ -177,7 +177,7 @@ def open_repo(repo: Path) -> _Git:
 def _check_branch(git: _Git, branch: str) -> str:
     """``refs/heads/<branch>``; refuse a bad name or the branch checked out in the repository."""
     if git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
-        raise SiteError(f"--branch {branch!r}: not a valid branch name")
+        raise SiteError(f"branch {branch!r}: not a valid branch name", field="branch")
     ref = f"refs/heads/{branch}"
     head = git.run("symbolic-ref", "--quiet", "HEAD", check=False).stdout.strip()
     if head == ref:
@@ -238,8 +238,8 @@ def publish_site(site: Path, repo: Path, branch: str = "gh-pages", remote: str =
 def _check_remote(remote: str) -> None:
     """Refuse a remote that git would read as an option (``--upload-pack=...``) or that is empty."""
     if not remote or remote.startswith("-") or any(c in remote for c in "\0\n\r"):
-        raise SiteError(f"--remote {remote[:60]!r}: not a remote name or URL (it must not start with '-'); "
-                        "pass the name of a remote, e.g. origin")
+        raise SiteError(f"remote {remote[:60]!r}: not a remote name or URL (it must not start with '-'); "
+                        "pass the name of a remote, e.g. origin", field="remote")
 
 
 def base_commit(git: _Git, local: str | None, remote_tip: str | None) -> str | None:

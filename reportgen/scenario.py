@@ -187,7 +187,8 @@ def load_scenario(ref: str, scenarios_dir: Path = SCENARIOS_DIR, config_sources:
     named = scenario_files(config_sources) if not ref.endswith(".py") else {}
     path = Path(ref) if ref.endswith(".py") else named.get(ref, scenarios_dir / f"{ref}.py")
     if not ref.endswith(".py") and not _NAME_RE.match(ref):
-        raise ScenarioError(f"--scenario {ref!r}: use a name from {scenarios_dir} (letters, digits, _) or a .py path")
+        raise ScenarioError(f"scenario {ref!r}: use a name from {scenarios_dir} (letters, digits, _) or a .py path",
+                            field="scenario")
     if not path.is_file():
         known = sorted({*(p.stem for p in scenarios_dir.glob("*.py") if not p.stem.startswith("_")), *named})
         raise ScenarioError(f"{path}: no such scenario file; known scenarios: {', '.join(known) or 'none'}")
@@ -318,5 +319,5 @@ def check_threads(threads: int | None) -> None:
 def parse_dtype(text: str) -> str:
     """A dtype name reportgen supports."""
     if text not in DTYPES:
-        raise ScenarioError(f"--dtype {text!r}: choose one of {', '.join(DTYPES)}")
+        raise ScenarioError(f"dtype {text!r}: choose one of {', '.join(DTYPES)}", field="dtype")
     return text

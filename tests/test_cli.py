@@ -80,7 +80,7 @@ def test_cuda_without_gpu_is_one_line_exit_5(tmp_path: Path) -> None:
     proc = run_cli("profile", "--device", "cuda", "--store", str(tmp_path))
     assert proc.returncode == 5
     assert proc.stderr.strip() == ("reportgen: error: --device cuda: torch.cuda.is_available() is False here; "
-                                   "use --device cpu or a machine with an NVIDIA GPU and a CUDA build of torch")
+                                   "use the cpu device or a machine with an NVIDIA GPU and a CUDA build of torch")
 
 
 # --- terminal escapes from data are shown, never executed (issue 12, item 9) ------------------------------------

@@ -103,8 +103,9 @@ def test_a_bad_flag_value_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_param_flags() -> None:
     assert parse_param_flags(["eps=1e-5", "dim = -1"]) == {"eps": "1e-5", "dim": "-1"}
-    with pytest.raises(ConfigError, match=r"--param 'eps': expected NAME=VALUE, e.g. --param eps=1e-5"):
+    with pytest.raises(ConfigError, match=r"^param 'eps': expected NAME=VALUE, e.g. eps=1e-5$") as err:
         parse_param_flags(["eps"])
+    assert err.value.as_flag_message() == "--param 'eps': expected NAME=VALUE, e.g. eps=1e-5"
 
 
 def test_config_command_prints_values_and_origins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

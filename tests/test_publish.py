@@ -227,8 +227,9 @@ def test_checked_out_branch_is_refused(tmp_path: Path) -> None:
 
 def test_bad_branch_name_is_refused(tmp_path: Path) -> None:
     repo, _ = make_repo(tmp_path)
-    with pytest.raises(SiteError, match=r"^--branch 'a\.\.b': not a valid branch name$"):
+    with pytest.raises(SiteError, match=r"^branch 'a\.\.b': not a valid branch name$") as err:
         publish_site(make_site(tmp_path, ["run-1"]), repo, branch="a..b")
+    assert err.value.as_flag_message() == "--branch 'a..b': not a valid branch name"
 
 
 def test_push_to_a_missing_remote_fails_with_one_line(tmp_path: Path) -> None:

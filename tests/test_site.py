@@ -314,7 +314,8 @@ def test_missing_store_and_bad_base_url_are_clear_errors(tmp_path: Path) -> None
                               "or pass --runs FOLDER")
     with pytest.raises(UsageError) as uerr:
         site.build_site(tmp_path, tmp_path / "site", "myrepo")
-    assert str(uerr.value) == "--base-url 'myrepo': expected a path like /myrepo/ or an http(s) URL"
+    assert str(uerr.value) == "base_url 'myrepo': expected a path like /myrepo/ or an http(s) URL"
+    assert uerr.value.as_flag_message() == "--base-url 'myrepo': expected a path like /myrepo/ or an http(s) URL"
     assert site.normalise_base_url("/myrepo") == "/myrepo/"
 
 

@@ -30,8 +30,9 @@ class CudaBackend(Backend):
     def check_available(self) -> None:
         torch = import_torch()
         if not torch.cuda.is_available():
-            raise DeviceUnavailable("--device cuda: torch.cuda.is_available() is False here; "
-                                    "use --device cpu or a machine with an NVIDIA GPU and a CUDA build of torch")
+            raise DeviceUnavailable("device cuda: torch.cuda.is_available() is False here; "
+                                    "use the cpu device or a machine with an NVIDIA GPU and a CUDA build of torch",
+                                    field="device")
 
     def torch_device(self) -> Any:
         import torch

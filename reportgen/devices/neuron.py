@@ -54,16 +54,18 @@ class NeuronBackend(Backend):
             module = importlib.import_module("torch_neuronx")
             profiling = importlib.import_module("torch_neuronx.profiling")
         except ImportError as exc:
-            raise DeviceUnavailable(f"--device neuron: torch_neuronx cannot be imported ({exc}); {INSTALL_HINT}") from None
+            raise DeviceUnavailable(f"device neuron: torch_neuronx cannot be imported ({exc}); {INSTALL_HINT}",
+                                    field="device") from None
         if not hasattr(profiling, "NeuronConfig"):
             version = getattr(module, "__version__", "unknown version")
-            raise DeviceUnavailable(f"--device neuron: torch_neuronx {version} has no profiling.NeuronConfig (an "
+            raise DeviceUnavailable(f"device neuron: torch_neuronx {version} has no profiling.NeuronConfig (an "
                                     "older TorchNeuron whose profiler reportgen does not drive); upgrade torch-neuronx "
-                                    "to a build with NeuronConfig, or pick --device cuda / cpu")
+                                    "to a build with NeuronConfig, or pick the cuda or cpu device",
+                                    field="device")
         is_available = getattr(getattr(torch, "neuron", None), "is_available", None)
         if is_available is None or not is_available():
-            raise DeviceUnavailable("--device neuron: torch.neuron.is_available() is not True (no NeuronCore visible "
-                                    f"to this process); run on a Trn2/Trn3 instance; {INSTALL_HINT}")
+            raise DeviceUnavailable("device neuron: torch.neuron.is_available() is not True (no NeuronCore visible "
+                                    f"to this process); run on a Trn2/Trn3 instance; {INSTALL_HINT}", field="device")
         if _eager_fusion_off():
             torch.use_deterministic_algorithms(True)
 

@@ -35,10 +35,11 @@ def run_doctor(args: argparse.Namespace) -> int:
     """Profile on neuron in a child process and write the diagnostics folder and its archive."""
     out: Path = args.out
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"--out {out}: exists and is not an empty folder; pick a new folder")
+        raise UsageError(f"out {out}: exists and is not an empty folder; pick a new folder", field="out")
     profile_output: Path | None = args.profile_output
     if profile_output is not None and not profile_output.is_dir():
-        raise UsageError(f"--profile-output {profile_output}: not a folder; pass a TorchNeuron profile_output/ folder")
+        raise UsageError(f"profile_output {profile_output}: not a folder; pass a TorchNeuron profile_output/ folder",
+                         field="profile_output")
     out.mkdir(parents=True, exist_ok=True)
     ls = hardware.read_neuron_ls()
     if ls.raw is not None:

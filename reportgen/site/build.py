@@ -111,7 +111,7 @@ def normalise_base_url(base_url: str) -> str:
     if not (base_url.startswith("/") or base_url.startswith(("https://", "http://"))) or any(
         c in base_url for c in "\"'<> \t\n\\"
     ):
-        raise UsageError(f"--base-url {base_url!r}: expected a path like /myrepo/ or an http(s) URL")
+        raise UsageError(f"base_url {base_url!r}: expected a path like /myrepo/ or an http(s) URL", field="base_url")
     return base_url if base_url.endswith("/") else base_url + "/"
 
 

@@ -168,17 +168,17 @@ def check_build_target(out: Path, store: Path, markers: tuple[str, ...]) -> None
     """Refuse, before anything is written (no lock file, no folder), an ``--out`` a build must not use."""
     resolved = out.resolve()
     if not out.name or resolved == Path(resolved.anchor):
-        raise SiteError(f"--out {str(out)!r}: pass a folder to build the site in, not the file-system root "
-                        "(nothing was changed)")
+        raise SiteError(f"out {str(out)!r}: pass a folder to build the site in, not the file-system root "
+                        "(nothing was changed)", field="out")
     if out.is_symlink():
         raise SiteError(f"{out}: is a symbolic link; pass --out the real site folder (the lock is kept beside it)")
     store_dir = store.resolve()
     if resolved == store_dir or store_dir in resolved.parents:
-        raise SiteError(f"--out {out}: is inside the results folder {store}; build the site outside it "
-                        "(nothing was changed)")
+        raise SiteError(f"out {out}: is inside the results folder {store}; build the site outside it "
+                        "(nothing was changed)", field="out")
     site = enclosing_site(resolved, markers)
     if site is not None:
-        raise SiteError(f"--out {out}: is inside the site {site}; pass the site folder itself or a folder "
-                        "outside it (nothing was changed)")
+        raise SiteError(f"out {out}: is inside the site {site}; pass the site folder itself or a folder "
+                        "outside it (nothing was changed)", field="out")
     if out.exists() and not out.is_dir():
         raise SiteError(f"{out}: is a file, not a site folder; pass --out a folder")

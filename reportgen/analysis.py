@@ -14,8 +14,10 @@ from typing import Protocol
 
 from reportgen import stats
 from reportgen.breakdown import BreakdownView, RankSummary, breakdown_view, rank_summary
+from reportgen.ceilings import ceiling_for, is_over_ceiling
 from reportgen.devices.lanes import Lane
 from reportgen.model import DeviceKind, OpRow, Run, RunSource, TimeBasis, VariantResult, VariantStatus
+from reportgen.sweep import SweepView, sweep_view
 
 FUSED_VARIANT = "fused"
 COMPILED_VARIANT = "compiled"
@@ -124,9 +126,17 @@ class Roofline:
     fraction_of_peak: float | None
     floor_us: float | None
     """The fastest a call could be at peak bandwidth: bytes moved / peak."""
+    level: str | None = None
+    """The memory level the call's working set fits in (``L2``, ``DRAM`` ...); None when unknown."""
+
+    @property
+    def over_ceiling(self) -> bool:
+        """True when the fraction exceeds 100 %: the ceiling is wrong for this call, never a fast kernel."""
+        return is_over_ceiling(self.fraction_of_peak)
 
 
-def roofline(bytes_per_call: int, median_us: float | None, peak_bytes_per_s: float | None) -> Roofline:
+def roofline(bytes_per_call: int, median_us: float | None, peak_bytes_per_s: float | None,
+             level: str | None = None) -> Roofline:
     """Bandwidth achieved = bytes per call / median per-call time; fraction = achieved / peak."""
     seconds = median_us * 1e-6 if median_us else 0.0
     # seconds == 0 also for a subnormal median, whose product underflows: no meaningful bandwidth then.
@@ -136,7 +146,7 @@ def roofline(bytes_per_call: int, median_us: float | None, peak_bytes_per_s: flo
     usable_peak = peak_bytes_per_s if peak_bytes_per_s and peak_bytes_per_s > 0 else None
     fraction = achieved / usable_peak if achieved is not None and usable_peak else None
     floor = bytes_per_call / usable_peak * 1e6 if usable_peak and bytes_per_call > 0 else None
-    return Roofline(bytes_per_call, achieved, usable_peak, fraction, floor)
+    return Roofline(bytes_per_call, achieved, usable_peak, fraction, floor, level)
 
 
 @dataclass(frozen=True)
@@ -170,8 +180,8 @@ class VariantView:
         return self.status is not VariantStatus.FAILED
 
 
-def variant_view(v: VariantResult, peak_bytes_per_s: float | None) -> VariantView:
-    """The analysed view of one variant."""
+def variant_view(v: VariantResult, peak_bytes_per_s: float | None, level: str | None = None) -> VariantView:
+    """The analysed view of one variant; ``peak_bytes_per_s`` is the ceiling for its working set."""
     timing = stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
     c = v.correctness
     return VariantView(
@@ -182,7 +192,7 @@ def variant_view(v: VariantResult, peak_bytes_per_s: float | None) -> VariantVie
         timing=timing,
         calls_per_sample=v.calls_per_sample,
         ops=op_breakdown(v),
-        roofline=roofline(v.bytes_per_call, timing.median_us if timing else None, peak_bytes_per_s),
+        roofline=roofline(v.bytes_per_call, timing.median_us if timing else None, peak_bytes_per_s, level),
         op_dispatch_count=v.op_dispatch_count,
         aten_op_count=v.aten_op_count,
         device_event_count=v.device_event_count,
@@ -259,15 +269,22 @@ class RunView:
     any_problem: bool
     method: str
     ranks: RankSummary | None = None
+    sweep: SweepView | None = None
 
     def gain(self, variant: str) -> Speedup | None:
         """The speedup of ``variant`` over this run's baseline, if it was measured."""
         return next((s for s in self.speedups if s.target == variant and s.baseline == self.baseline), None)
 
 
+def _variant_view_in(run: Run, v: VariantResult) -> VariantView:
+    """``variant_view`` against the ceiling for the variant's working set (the bandwidth curve, where measured)."""
+    ceiling = ceiling_for(run.peak, v.bytes_per_call)
+    return variant_view(v, ceiling.bandwidth_bytes_per_s, ceiling.level)
+
+
 def run_view(run: Run) -> RunView:
     """Analyse ``run`` for rendering."""
-    views = tuple(variant_view(v, run.peak.bandwidth_bytes_per_s) for v in run.variants)
+    views = tuple(_variant_view_in(run, v) for v in run.variants)
     return RunView(
         run=run,
         variants=views,
@@ -278,6 +295,7 @@ def run_view(run: Run) -> RunView:
         any_problem=not run.ok,
         method=stats.METHOD,
         ranks=rank_summary([(v.name, v.breakdown) for v in run.variants if v.breakdown is not None]),
+        sweep=sweep_view(run, baseline_name(run)),
     )
 
 

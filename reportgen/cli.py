@@ -113,6 +113,10 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
                    "(default: the config's machine or $REPORTGEN_MACHINE)")
     p.add_argument("--baseline", default=None, help="variant the others are compared with (default: the scenario's)")
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the scenario's)")
+    p.add_argument("--sweep", default=None, metavar="SHAPES",
+                   help="also time these shapes, separated by ';' (e.g. '1,4096; 64,4096; 4096,8192'), or "
+                   "'default' for the scenario's sweep; the run page gets a per-shape table, a scaling chart "
+                   "and a roofline")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the scenario's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", default="", help="free text shown in reports (e.g. the change being measured)")
@@ -252,7 +256,15 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     from reportgen.devices import import_torch
     from reportgen.measure import MeasureSettingsIn
     from reportgen.profile import ProfileRequest
-    from reportgen.scenario import check_input_size, check_seed, check_threads, load_scenario, parse_dtype, parse_shape
+    from reportgen.scenario import (
+        check_input_size,
+        check_seed,
+        check_threads,
+        load_scenario,
+        parse_dtype,
+        parse_shape,
+        parse_sweep,
+    )
 
     import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
     config = config or load_config(flags={"store": store})
@@ -283,12 +295,15 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     check_threads(args.threads)
     check_seed(args.seed)
     check_input_size(shape, dtype)
+    sweep = parse_sweep(args.sweep, scenario) if getattr(args, "sweep", None) else ()
+    for point in sweep:
+        check_input_size(point, dtype)
     check_label(args.label)
     check_store(store)
     settings = MeasureSettingsIn(samples=args.samples or 50, warmup=3 if args.warmup is None else args.warmup)
     device = config.device if getattr(args, "device", None) is None else args.device
     return ProfileRequest(device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
-                          args.threads, store, args.quiet, params, config.machine)
+                          args.threads, store, args.quiet, params, config.machine, sweep)
 
 
 def _check_at_least(flag: str, value: int | None, minimum: int) -> None:

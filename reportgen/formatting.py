@@ -42,6 +42,15 @@ def fmt_pct(fraction: float | None, digits: int = 1) -> str:
     return f"{fraction * 100:.{digits}f} %"
 
 
+def fmt_of_ceiling(fraction: float | None) -> str:
+    """A fraction of the ceiling: '49.5 %'; above 100 % never as a plain number ('ceiling too low: 1.34×')."""
+    if fraction is None or not math.isfinite(fraction):
+        return DASH
+    if fraction > 1.0:
+        return f"ceiling too low: {fraction:.2f}×"
+    return fmt_pct(fraction)
+
+
 def fmt_change_pct(percent: float | None) -> str:
     """A signed change already in percent: 30.0 -> '+30.0 %'."""
     if percent is None or not math.isfinite(percent):
@@ -120,6 +129,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "us": fmt_us,
     "delta_us": fmt_delta_us,
     "pct": fmt_pct,
+    "of_ceiling": fmt_of_ceiling,
     "change_pct": fmt_change_pct,
     "ratio": fmt_ratio,
     "rate": fmt_rate,

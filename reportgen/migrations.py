@@ -40,7 +40,12 @@ def _v1_to_v2(data: RawRun, source: Path | str) -> RawRun:
     return {**data, "schema_version": 2}
 
 
-STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2}
+def _v2_to_v3(data: RawRun, source: Path | str) -> RawRun:
+    """Schema 3 only adds optional fields (sweeps, bandwidth curve, cache levels): nothing to move."""
+    return {**data, "schema_version": 3}
+
+
+STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def upgrade(data: RawRun, source: Path | str) -> RawRun:

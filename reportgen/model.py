@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import Enum
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of ``run.json``. Bump on any incompatible change and add the step to ``reportgen.migrations``:
 the loader upgrades older bundles in memory and refuses newer ones. 2: device-specific environment
-fields moved into ``Environment.device_extras``."""
+fields moved into ``Environment.device_extras``. 3: shape sweeps (``Run.sweep``) and the ceilings they
+need (``DevicePeak.bandwidth_curve``, ``cache_levels``, ``flops_source``); a reader of version 2 would
+silently drop them, so it must refuse these bundles."""
 
 
 class DeviceKind(str, Enum):
@@ -203,12 +205,33 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class BandwidthPoint:
+    """Copy bandwidth measured with one working set (source + destination bytes) at profile time."""
+
+    working_set_bytes: int
+    bandwidth_bytes_per_s: float
+
+
+@dataclass(frozen=True)
+class CacheLevel:
+    """One data cache level of the host CPU as the OS reports it (``L1d``, ``L2``, ``L3``)."""
+
+    name: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
 class DevicePeak:
     """The roofline ceilings for the device, and where each figure came from."""
 
     bandwidth_bytes_per_s: float | None
     flops_per_s: float | None
     source: str
+    bandwidth_curve: tuple[BandwidthPoint, ...] = ()
+    """Copy bandwidth across working-set sizes, smallest first (CPU: cache-resident to DRAM); empty: one figure."""
+    cache_levels: tuple[CacheLevel, ...] = ()
+    flops_source: str = ""
+    """Where ``flops_per_s`` comes from: ``measured: ...`` or ``vendor: ...``; empty when there is none."""
 
 
 @dataclass(frozen=True)
@@ -271,6 +294,32 @@ class AbInfo:
 
 
 @dataclass(frozen=True)
+class SweepSample:
+    """One variant's timing at one point of a shape sweep (no profiler: timing and correctness only)."""
+
+    variant: str
+    status: VariantStatus
+    samples_us: tuple[float, ...] = ()
+    calls_per_sample: int = 1
+    correctness_passed: bool | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One shape of a sweep: the minimum traffic and work of a call, and each variant's timing."""
+
+    shape: tuple[int, ...]
+    bytes_per_call: int
+    flops_per_call: int
+    samples: tuple[SweepSample, ...] = ()
+    rounds: int = 0
+    """Interleaved rounds the samples were taken in (each round: a block of samples of every variant)."""
+    error: str | None = None
+    """Why the point has no samples (out of memory, make_inputs failed ...); the other points went on."""
+
+
+@dataclass(frozen=True)
 class Run:
     """One run bundle's ``run.json``."""
 
@@ -289,6 +338,8 @@ class Run:
     settings: MeasureSettings | None = None
     notes: tuple[str, ...] = ()
     ab: AbInfo | None = None  # set on both runs of a `reportgen ab` pair
+    sweep: tuple[SweepPoint, ...] = ()
+    """Shapes measured besides the profiled one (``reportgen profile --sweep``), smallest first; empty: none."""
 
     def variant(self, name: str) -> VariantResult | None:
         """The variant called ``name``, or None."""

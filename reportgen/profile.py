@@ -39,7 +39,7 @@ from reportgen.devices.backend import Backend, artifact_for
 from reportgen.environment import fingerprint, git_info
 from reportgen.errors import BundleError, ExitCode
 from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
-from reportgen.model import MeasureSettings, Run, RunSource, ScenarioInfo, VariantStatus
+from reportgen.model import DevicePeak, MeasureSettings, Run, RunSource, ScenarioInfo, SweepPoint, VariantStatus
 from reportgen.scenario import Scenario, call_scenario
 from reportgen.stats import summarize
 from reportgen.terminal import terminal_safe
@@ -64,6 +64,8 @@ class ProfileRequest:
     """The scenario's declared parameters, typed (``--param``, then config ``params``, then declared defaults)."""
     machine: str | None = None
     """The user's name for the machine (recorded in the run's environment); None: unnamed."""
+    sweep: tuple[tuple[int, ...], ...] = ()
+    """Shapes timed besides the profiled one (``--sweep``); empty: no sweep."""
 
 
 class ProgressPrinter:
@@ -146,10 +148,11 @@ def run_profile(request: ProfileRequest) -> int:
             progress(f"device {backend.kind.value} ({backend.device_name()}), scenario {request.scenario.name}, "
                      f"shape {request.shape}, {request.dtype}" + (f", {params}" if params else "")
                      + (f", machine {request.machine}" if request.machine else ""))
-            progress("measuring the bandwidth ceiling")
-            peak = backend.measure_peak()
+            progress("measuring the bandwidth and compute ceilings")
+            peak = _with_compute_roof(backend.measure_peak(), backend, request.dtype)
             outcomes = _measure_all(request, backend, work, progress)
-        run = _assemble(request, backend, peak, created, outcomes, torch)
+            points = _measure_sweep(request, backend, progress)
+        run = dataclasses.replace(_assemble(request, backend, peak, created, outcomes, torch), sweep=points)
         files = _bundle_files(outcomes)
         if log.stat().st_size:
             files[LOG_FILE] = log.read_bytes()
@@ -217,6 +220,29 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
         outcomes.append(measure_variant(backend, variant, inputs, request.settings,
                                         work / safe_component(variant.name), progress))
     return outcomes
+
+
+def _with_compute_roof(peak: DevicePeak, backend: Backend, dtype: str) -> DevicePeak:
+    """``peak`` with the device's compute roof for ``dtype`` (measured or vendor), where it has one."""
+    flops, source = backend.compute_peak(dtype)
+    if flops is None:
+        return peak
+    return dataclasses.replace(peak, flops_per_s=flops, flops_source=source)
+
+
+def _measure_sweep(request: ProfileRequest, backend: Backend, progress: ProgressPrinter) -> tuple[SweepPoint, ...]:
+    """Every shape of ``request.sweep``, each point's variants interleaved (see ``measure_sweep``)."""
+    if not request.sweep:
+        return ()
+    from reportgen.measure_sweep import SweepPlan, compiled_variants, measure_point
+
+    plan = SweepPlan(request.scenario, compiled_variants(backend, request.scenario, request.variants),
+                     request.dtype, request.seed, request.params, warmup=request.settings.warmup)
+    points = []
+    for i, shape in enumerate(request.sweep, 1):
+        progress(f"sweep {i}/{len(request.sweep)}: shape {','.join(str(d) for d in shape)}")
+        points.append(measure_point(backend, plan, shape, progress))
+    return tuple(points)
 
 
 def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: datetime,

@@ -111,6 +111,8 @@ class Scenario:
     """The file the scenario was loaded from (set by load_scenario): errors in its functions name it."""
     baseline: str | None = None
     """The variant speedups are measured against; None: the first variant."""
+    default_sweep: tuple[tuple[int, ...], ...] = ()
+    """The shapes ``--sweep default`` measures (smallest first); empty: the scenario declares no sweep."""
 
     def variant_names(self) -> list[str]:
         """Names of the variants in declaration order."""
@@ -275,6 +277,33 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if big is not None:
         raise ScenarioError(f"shape {shown}: dimension {big} is larger than {MAX_DIMENSION}; use a smaller shape")
     return dims
+
+
+MAX_SWEEP_POINTS = 32
+DEFAULT_SWEEP = "default"
+
+
+def parse_sweep(text: str, scenario: Scenario) -> tuple[tuple[int, ...], ...]:
+    """``"1,4096; 64,4096"`` (``;`` or spaces between shapes) or ``default`` (the scenario's) -> the shapes.
+
+    A shape given twice is measured once; at most MAX_SWEEP_POINTS shapes.
+    """
+    if text.strip() == DEFAULT_SWEEP:
+        if not scenario.default_sweep:
+            raise ScenarioError(f"sweep default: scenario {scenario.name!r} declares no default sweep; give the "
+                                "shapes, e.g. --sweep '1,4096; 64,4096; 1024,4096'", field="sweep")
+        shapes: list[tuple[int, ...]] = list(scenario.default_sweep)
+    else:
+        parts = [p for p in re.split(r"[;\s]+", text) if p]
+        if not parts:
+            raise ScenarioError("sweep: expected shapes separated by ';', e.g. 1,4096; 64,4096, or 'default'",
+                                field="sweep")
+        shapes = [parse_shape(p) for p in parts[: MAX_SWEEP_POINTS + 1]]
+    unique = list(dict.fromkeys(shapes))
+    if len(unique) > MAX_SWEEP_POINTS:
+        raise ScenarioError(f"sweep: more than {MAX_SWEEP_POINTS} shapes; split the sweep into several runs",
+                            field="sweep")
+    return tuple(unique)
 
 
 def physical_memory_bytes() -> int | None:

@@ -42,8 +42,8 @@ def _drop_nones_absent_from(new: object, old: object) -> object:
     return new
 
 
-def test_schema_is_2_and_every_older_version_has_a_step() -> None:
-    assert SCHEMA_VERSION == 2
+def test_schema_is_3_and_every_older_version_has_a_step() -> None:
+    assert SCHEMA_VERSION == 3
     assert sorted(migrations.STEPS) == list(range(1, SCHEMA_VERSION))
 
 
@@ -57,7 +57,9 @@ def test_stored_v1_bundle_loads_as_the_current_schema() -> None:
     # Everything but the version and the environment is carried over untouched (fields added since with
     # default None, such as variants[].aten_op_count, read as None).
     old = _v1_data()
-    assert _drop_nones_absent_from(stored, old) == {**old, "schema_version": 2, "environment": V1_ENVIRONMENT_V2}
+    stored.pop("sweep")  # schema 3's field, empty for every older bundle
+    stored["peak"] = {k: v for k, v in stored["peak"].items() if k not in ("bandwidth_curve", "cache_levels", "flops_source")}
+    assert _drop_nones_absent_from(stored, old) == {**old, "schema_version": 3, "environment": V1_ENVIRONMENT_V2}
 
 
 def test_v1_device_fields_become_device_extras_exactly() -> None:
@@ -69,7 +71,7 @@ def test_v1_device_fields_become_device_extras_exactly() -> None:
     assert data == before  # the caller's dict is not changed
     env = {k: v for k, v in before["environment"].items()
            if k not in ("cuda_version", "driver_version", "torch_neuronx_version", "neuronx_cc_version")}
-    assert upgraded == {**before, "schema_version": 2, "environment": {
+    assert upgraded == {**before, "schema_version": 3, "environment": {
         **env, "device_extras": {"cuda_version": "12.4", "driver_version": "550.54.15",
                                  "neuronx_cc_version": "2.15.128"}}}
     run = parse_run_json(json.dumps(data), "run.json")
@@ -105,3 +107,11 @@ def test_v1_bundle_builds_a_site_and_its_file_is_not_rewritten(tmp_path: Path) -
     page = (tmp_path / "site" / "runs" / V1_ID / "index.html").read_text(encoding="utf-8")
     assert "Intel(R) Xeon(R) Processor" in page and "torch 2.13.0+cpu" in page
     assert (store / V1_ID / "run.json").read_bytes() == before  # bundles are immutable: upgraded in memory only
+
+
+def test_v2_bundle_gains_only_its_version_and_loads_without_a_sweep() -> None:
+    data = migrations.upgrade(_v1_data(), "run.json")
+    v2 = {**data, "schema_version": 2}
+    assert migrations.upgrade(copy.deepcopy(v2), "run.json") == {**v2, "schema_version": 3}
+    run = parse_run_json(json.dumps(v2), "run.json")
+    assert run.sweep == () and run.peak.bandwidth_curve == () and run.peak.flops_source == ""

@@ -16,7 +16,7 @@ from typing import Any
 
 from reportgen.errors import DeviceUnavailable
 from reportgen.evidence import VariantEvidence
-from reportgen.model import Artifact, DeviceKind, DevicePeak, TimeBasis
+from reportgen.model import Artifact, BandwidthPoint, DeviceKind, DevicePeak, TimeBasis
 
 PEAK_OVERRIDE_ENV = "REPORTGEN_PEAK_BANDWIDTH_GBPS"
 
@@ -63,6 +63,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def measure_peak(self) -> DevicePeak:
         """Roofline ceiling for this device (measured or vendor figure, with its source)."""
+
+    def compute_peak(self, dtype: str) -> tuple[float | None, str]:
+        """The compute roof for ``dtype`` in FLOP/s and its source (``measured: ...``, ``vendor: ...``).
+
+        Default: unknown, ``(None, "")``; the roofline chart then draws no compute roof."""
+        return None, ""
 
     def profile_session(self, out_dir: Path) -> AbstractContextManager[dict[str, Any]]:
         """Context giving extra ``torch.profiler.profile`` kwargs; default: export a Chrome trace to out_dir."""
@@ -113,6 +119,62 @@ class _ChromeTraceSession(AbstractContextManager[dict[str, Any]]):
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+CURVE_WORKING_SETS_BYTES = (32 * 1024, 256 * 1024, 2 * 1024**2, 16 * 1024**2, 64 * 1024**2)
+"""Working sets (source + destination) of the copy-bandwidth curve: cache-resident to DRAM-sized."""
+CURVE_MIN_BLOCK_S = 0.001
+MATMUL_SIZE = 512
+
+
+def measure_bandwidth_curve(torch: Any, device: Any, synchronize: Callable[[], None],
+                            working_sets: tuple[int, ...] = CURVE_WORKING_SETS_BYTES,
+                            repeats: int = 15) -> tuple[BandwidthPoint, ...]:
+    """Best-of-N ``dst.copy_(src)`` bandwidth at each working set (read + write), each block at least 1 ms.
+
+    Best of many short blocks: on a shared machine some block runs while the others are off the CPU."""
+    import time
+
+    points = []
+    for ws in working_sets:
+        n = max(ws // 8, 1)
+        src = torch.ones(n, dtype=torch.float32, device=device)
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        synchronize()
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        synchronize()
+        calls = max(1, min(10_000, int(CURVE_MIN_BLOCK_S / max(time.perf_counter() - t0, 1e-9))))
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                dst.copy_(src)
+            synchronize()
+            best = min(best, (time.perf_counter() - t0) / calls)
+        points.append(BandwidthPoint(n * 8, n * 8 / best))
+        del src, dst
+    return tuple(points)
+
+
+def measure_matmul_flops(torch: Any, device: Any, synchronize: Callable[[], None], dtype: str,
+                         size: int = MATMUL_SIZE, repeats: int = 10) -> tuple[float, str]:
+    """Best-of-N ``torch.mm`` of two size x size matrices of ``dtype``: FLOP/s (2 n^3 per product) and how."""
+    import time
+
+    dt = getattr(torch, dtype)
+    a = torch.ones(size, size, dtype=dt, device=device)
+    b = torch.ones(size, size, dtype=dt, device=device)
+    torch.mm(a, b)
+    synchronize()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * size**3 / best, f"measured at profile time: torch.mm {size}×{size} {dtype}, best of {repeats}"
 
 
 def artifact_for(path: Path, rel: str, kind: str) -> Artifact:

@@ -139,6 +139,8 @@ class RunImages:
     bars: str | None
     timelines: dict[str, str]
     timeline_notes: dict[str, str]
+    scaling: str | None = None
+    roofline: str | None = None
 
 
 def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
@@ -160,7 +162,13 @@ def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
         plots.timeline_chart(layout, dest / name, f"{v.name}: {layout.step_name or 'trace'} "
                              f"({layout.event_count} events, {layout.window_us:,.1f} µs)")
         timelines[v.name] = name
-    return RunImages(bars, timelines, notes)
+    scaling = roofline = None
+    if view.sweep is not None and any(c.timing for r in view.sweep.rows for c in r.cells):
+        scaling, roofline = "sweep-scaling.png", "sweep-roofline.png"
+        name = view.run.scenario.name
+        plots.scaling_chart(view.sweep, dest / scaling, f"{name}: achieved bandwidth across shapes")
+        plots.roofline_chart(view.sweep, dest / roofline, f"{name}: roofline ({view.run.scenario.parameters.get('dtype', '')})")
+    return RunImages(bars, timelines, notes, scaling, roofline)
 
 
 def _timeline_for(trace_file: Path) -> analysis.TimelineLayout:

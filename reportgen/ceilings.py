@@ -57,7 +57,8 @@ def curve_bandwidth(working_set_bytes: int, curve: Sequence[BandwidthPoint], lev
         same = [p for p in curve if memory_level(p.working_set_bytes, levels) == level]
         if same:
             return max(same, key=lambda p: (p.bandwidth_bytes_per_s, p.working_set_bytes))
-    return min(curve, key=lambda p: (abs(math.log(p.working_set_bytes / working_set_bytes)), -p.working_set_bytes))
+    return min(curve, key=lambda p: (round(abs(math.log(p.working_set_bytes / working_set_bytes)), 9),
+                                     -p.working_set_bytes))
 
 
 def ceiling_for(peak: DevicePeak, working_set_bytes: int) -> Ceiling:

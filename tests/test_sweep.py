@@ -1,0 +1,226 @@
+"""Shape sweeps (#15): ceiling selection on synthetic curves, the sweep analysis, parsing, and a real CPU sweep."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from factories import synthetic_run
+
+from reportgen.bundle import load_run, parse_run_json, run_to_json
+from reportgen.ceilings import DRAM, ceiling_for, curve_bandwidth, memory_level
+from reportgen.errors import ScenarioError
+from reportgen.formatting import fmt_of_ceiling
+from reportgen.measure_sweep import round_order
+from reportgen.model import BandwidthPoint, CacheLevel, DevicePeak, SweepPoint, SweepSample, VariantStatus
+from reportgen.scenario import MAX_SWEEP_POINTS, load_scenario, parse_sweep
+from reportgen.sweep import memory_roofs, sweep_view
+
+KIB, MIB = 1024, 1024**2
+LEVELS = (CacheLevel("L1d", 32 * KIB), CacheLevel("L2", 1 * MIB), CacheLevel("L3", 32 * MIB))
+CURVE = (BandwidthPoint(32 * KIB, 20e9), BandwidthPoint(256 * KIB, 80e9), BandwidthPoint(512 * KIB, 90e9),
+         BandwidthPoint(2 * MIB, 130e9), BandwidthPoint(16 * MIB, 85e9), BandwidthPoint(64 * MIB, 30e9),
+         BandwidthPoint(512 * MIB, 28e9))
+PEAK = DevicePeak(28e9, 100e9, "copy of 256 MiB", bandwidth_curve=CURVE, cache_levels=LEVELS,
+                  flops_source="measured: torch.mm")
+
+
+# ---------------------------------------------------------------------------------------------
+# Ceilings: exact answers on synthetic curves
+
+
+@pytest.mark.parametrize(("working_set", "level"), [
+    (1, "L1d"), (32 * KIB, "L1d"), (32 * KIB + 1, "L2"), (1 * MIB, "L2"), (20 * MIB, "L3"), (33 * MIB, DRAM),
+])
+def test_memory_level_is_the_smallest_cache_that_holds_the_working_set(working_set: int, level: str) -> None:
+    assert memory_level(working_set, LEVELS) == level
+    assert memory_level(working_set, ()) is None
+
+
+@pytest.mark.parametrize(("working_set", "expected_bw"), [
+    (20 * KIB, 20e9),      # L1d: only the 32 KiB copy lives there
+    (300 * KIB, 90e9),     # L2: the fastest of the 256 KiB and 512 KiB copies
+    (4 * MIB, 130e9),      # L3: 2 MiB beats 16 MiB
+    (100 * MIB, 30e9),     # DRAM: 64 MiB beats 512 MiB
+])
+def test_ceiling_is_the_fastest_copy_in_the_same_memory_level(working_set: int, expected_bw: float) -> None:
+    c = ceiling_for(PEAK, working_set)
+    assert c.bandwidth_bytes_per_s == expected_bw
+    assert c.level == memory_level(working_set, LEVELS)
+    assert "working set" in c.source
+
+
+def test_without_cache_levels_the_nearest_copy_in_log_size_is_the_ceiling() -> None:
+    curve = (BandwidthPoint(1 * MIB, 50e9), BandwidthPoint(100 * MIB, 10e9))
+    assert curve_bandwidth(9 * MIB, curve).bandwidth_bytes_per_s == 50e9  # 9 MiB is nearer 1 MiB than 100 MiB in log
+    assert curve_bandwidth(11 * MIB, curve).bandwidth_bytes_per_s == 10e9
+    assert curve_bandwidth(10 * MIB, curve).bandwidth_bytes_per_s == 10e9  # a tie takes the larger, slower copy
+    assert curve_bandwidth(0, curve) is None
+
+
+def test_a_level_with_no_copy_falls_back_to_the_nearest_copy() -> None:
+    curve = (BandwidthPoint(256 * KIB, 80e9), BandwidthPoint(512 * MIB, 28e9))
+    assert curve_bandwidth(8 * MIB, curve, LEVELS).bandwidth_bytes_per_s == 80e9  # L3 has none: 256 KiB is nearer
+    c = ceiling_for(dataclasses.replace(PEAK, bandwidth_curve=curve), 8 * MIB)
+    assert c.level == "L3" and "nearest in size" in c.source
+
+
+def test_without_a_curve_the_single_figure_is_the_ceiling() -> None:
+    flat = DevicePeak(3e12, None, "vendor: 3 TB/s")
+    c = ceiling_for(flat, 10 * MIB)
+    assert (c.bandwidth_bytes_per_s, c.level, c.source) == (3e12, None, "vendor: 3 TB/s")
+
+
+def test_a_fraction_over_one_is_never_printed_as_a_percentage() -> None:
+    assert fmt_of_ceiling(0.495) == "49.5 %"
+    assert fmt_of_ceiling(1.0) == "100.0 %"
+    assert fmt_of_ceiling(1.34) == "ceiling too low: 1.34×"
+    assert "%" not in fmt_of_ceiling(1.001)
+    assert fmt_of_ceiling(None) == "—"
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep analysis
+
+
+def _samples(median_us: float, n: int = 13) -> tuple[float, ...]:
+    return tuple(median_us * (1 + 0.01 * (i - n // 2) / n) for i in range(n))
+
+
+def _point(shape: tuple[int, ...], times: dict[str, float], error: str | None = None) -> SweepPoint:
+    rows, hidden = shape
+    samples = tuple(SweepSample(n, VariantStatus.OK, _samples(t), 1, True) for n, t in times.items())
+    return SweepPoint(shape, (2 * rows * hidden + hidden) * 4, 4 * rows * hidden, () if error else samples,
+                      0 if error else 4, error)
+
+
+def _sweep_run(points: tuple[SweepPoint, ...]):  # type: ignore[no-untyped-def]
+    return dataclasses.replace(synthetic_run(), peak=PEAK, sweep=points)
+
+
+def test_sweep_row_figures_are_exact() -> None:
+    small = _point((1, 4096), {"naive": 10.0, "fused": 5.0})
+    run = _sweep_run((small,))
+    view = sweep_view(run, "naive")
+    assert view is not None and view.variants == ("naive", "fused") and view.baseline == "naive"
+    row = view.rows[0]
+    assert row.shape_text == "1,4096" and row.bytes_per_call == 12 * 4096
+    assert row.level == "L2" and row.ceiling_bytes_per_s == 90e9  # 48 KiB: L2, best L2 copy
+    assert row.arithmetic_intensity == pytest.approx(4 * 4096 / (12 * 4096))
+    fused = row.cell("fused")
+    assert fused is not None
+    assert fused.timing is not None and fused.timing.median_us == pytest.approx(5.0)
+    assert fused.achieved_bytes_per_s == pytest.approx(12 * 4096 / 5e-6)
+    assert fused.fraction_of_ceiling == pytest.approx(12 * 4096 / 5e-6 / 90e9)
+    assert fused.achieved_flops_per_s == pytest.approx(4 * 4096 / 5e-6)
+    assert fused.speedup is not None and fused.speedup.value == pytest.approx(2.0)
+    assert row.cell("naive").speedup is None  # the baseline has no speedup over itself
+
+
+def test_over_ceiling_cells_are_flagged_and_failed_points_counted() -> None:
+    fast = _point((64, 4096), {"naive": 0.5, "fused": 100.0})  # 2 MiB in 0.5 µs: 4 TB/s, far over 130 GB/s
+    broken = _point((100000, 4096), {}, error="RuntimeError: out of memory")
+    view = sweep_view(_sweep_run((fast, broken)), "naive")
+    assert view is not None
+    assert view.any_over_ceiling and view.rows[0].cell("naive").over_ceiling
+    assert not view.rows[0].cell("fused").over_ceiling
+    assert view.failed_points == 1 and view.rows[1].error == "RuntimeError: out of memory"
+    assert sweep_view(synthetic_run(), "naive") is None
+
+
+def test_memory_roofs_are_the_best_copy_per_level_fastest_first() -> None:
+    roofs = memory_roofs(PEAK)
+    assert [(r.label, r.bandwidth_bytes_per_s) for r in roofs] == [
+        ("L3", 130e9), ("L2", 90e9), ("DRAM", 30e9), ("L1d", 20e9)]
+    assert [r.label for r in memory_roofs(DevicePeak(1e9, None, "x"))] == ["peak"]
+    assert memory_roofs(DevicePeak(None, None, "unknown")) == ()
+
+
+def test_a_sweep_survives_the_bundle_round_trip() -> None:
+    run = _sweep_run((_point((1, 4096), {"naive": 10.0}), _point((8, 4096), {}, error="boom")))
+    again = parse_run_json(run_to_json(run), "run.json")
+    assert again == run
+
+
+def test_round_order_puts_every_variant_in_every_position_equally() -> None:
+    names = ["a", "b", "c"]
+    rounds = [round_order(names, r) for r in range(12)]
+    assert all(sorted(r) == names for r in rounds)
+    for position in range(3):
+        counts = {n: sum(1 for r in rounds if r[position] == n) for n in names}
+        assert set(counts.values()) == {4}, counts
+    assert [round_order(["a", "b"], r) for r in range(4)] == [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+def test_parse_sweep_forms_and_errors() -> None:
+    sc = load_scenario("rmsnorm")
+    assert parse_sweep("1,4096; 64,4096", sc) == ((1, 4096), (64, 4096))
+    assert parse_sweep("1x4096 64x4096 1,4096", sc) == ((1, 4096), (64, 4096))  # spaces too; repeats once
+    assert parse_sweep("default", sc) == sc.default_sweep and len(sc.default_sweep) >= 4
+    with pytest.raises(ScenarioError, match="no default sweep") as info:
+        parse_sweep("default", dataclasses.replace(sc, default_sweep=()))
+    assert info.value.as_flag_message().startswith("--sweep default")
+    with pytest.raises(ScenarioError, match="shape '1,x'"):
+        parse_sweep("4,8; 1,x", sc)
+    with pytest.raises(ScenarioError, match=f"more than {MAX_SWEEP_POINTS} shapes"):
+        parse_sweep(";".join(f"{i},8" for i in range(1, MAX_SWEEP_POINTS + 2)), sc)
+
+
+# ---------------------------------------------------------------------------------------------
+# A real CPU sweep through the CLI
+
+
+@pytest.fixture(scope="module")
+def real_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    work = tmp_path_factory.mktemp("sweep")
+    store, site = work / "results", work / "site"
+    proc = run_cli("profile", "--device", "cpu", "--shape", "4,256", "--samples", "6", "--variants", "naive,fused",
+                   "--sweep", "1,128; 8,512; 32,1024", "--quiet", "--store", str(store))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli("build", "--runs", str(store), "--out", str(site))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return store, site
+
+
+def test_real_sweep_is_stored_with_every_point_and_the_ceilings(real_sweep: tuple[Path, Path]) -> None:
+    store, _ = real_sweep
+    (bundle,) = [p for p in store.iterdir() if not p.name.startswith(".")]
+    run = load_run(bundle)
+    assert [p.shape for p in run.sweep] == [(1, 128), (8, 512), (32, 1024)]
+    for p in run.sweep:
+        assert p.error is None and p.rounds > 0
+        assert [s.variant for s in p.samples] == ["naive", "fused"]
+        assert all(s.status is VariantStatus.OK and len(s.samples_us) >= 5 and s.correctness_passed for s in p.samples)
+        assert p.bytes_per_call == (2 * p.shape[0] * p.shape[1] + p.shape[1]) * 4
+    assert len(run.peak.bandwidth_curve) >= 4 and all(b.bandwidth_bytes_per_s > 0 for b in run.peak.bandwidth_curve)
+    assert run.peak.flops_per_s and run.peak.flops_source.startswith("measured")
+    assert json.loads((bundle / "run.json").read_text())["schema_version"] == 3
+
+
+def test_real_sweep_page_and_report_hold_the_table_and_both_charts(real_sweep: tuple[Path, Path]) -> None:
+    _, site = real_sweep
+    (page_dir,) = list((site / "runs").iterdir())
+    html = (page_dir / "index.html").read_text(encoding="utf-8")
+    md = (page_dir / "report.md").read_text(encoding="utf-8")
+    for text in (html, md):
+        assert "a sweep of 3 shape(s)" in text
+        assert "sweep-scaling.png" in text and "sweep-roofline.png" in text
+        for shape in ("1\\,128", "8\\,512", "32\\,1024") if text is md else ("1,128", "8,512", "32,1024"):
+            assert shape in text
+    table = html[html.index('<table class="num sweep">'):]
+    table = table[: table.index("</table>")]
+    assert table.count("<tr class=\"row-ok\">") == 6  # 3 shapes x 2 variants
+    assert re.search(r"GFLOP/s", html) and "speedup vs naive" in table
+    for chart in ("sweep-scaling.png", "sweep-roofline.png"):
+        data = (page_dir / chart).read_bytes()
+        assert data.startswith(b"\x89PNG") and len(data) > 5000
+    weight = sum(f.stat().st_size for f in page_dir.iterdir() if f.is_file())
+    assert weight < 300_000, weight  # page, report and charts (the traces under data/ are downloads)

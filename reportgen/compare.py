@@ -8,6 +8,14 @@ A variant's change is ``median(head) / median(base) - 1`` with the 95 % bootstra
 ``reportgen.stats.ratio_of_medians`` minus 1. It counts only when ``|change| >= threshold`` AND
 the interval excludes 0. A variant that was OK in base but failed or was incorrect in head is
 a regression too; variants on one side only are listed as added or removed, never regressions.
+
+Two runs measured apart (not the two sides of one ``reportgen ab`` pair) also differ by how
+much the machine drifted between them, which the samples inside each run cannot show. The
+interval is widened by that drift (``reportgen.ab.drift``: the spread of consecutive earlier
+runs' medians of the same machine, scenario and parameters in the store). With too little
+history the drift is unknown: a change the within-run interval calls significant is then
+*inconclusive*, never a regression. The two runs of one A/B pair keep their paired statistics
+(the sign-test interval over their interleaved rounds), unwidened.
 """
 
 from __future__ import annotations
@@ -19,23 +27,32 @@ import stat
 import sys
 import tempfile
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
-from reportgen.bundle import load_run, resolve_run_dir
+from reportgen.ab.drift import (
+    MIN_HISTORY_RATIOS,
+    DriftInterval,
+    compare_after_the_fact,
+    minutes_apart,
+    not_interleaved_note,
+)
+from reportgen.ab.pairstats import MIN_ROUNDS_FOR_INTERVAL, median_interval
+from reportgen.bundle import load_run, load_store_tolerant, resolve_run_dir
 from reportgen.codec import to_jsonable
 from reportgen.devices import compared_environment_fields
 from reportgen.errors import CompareError, ExitCode, UsageError
 from reportgen.formatting import url_absolute
 from reportgen.mdtext import clip
-from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
+from reportgen.model import AbRound, OpRow, Run, TimeBasis, VariantResult, VariantStatus
 from reportgen.render import md_env
 from reportgen.stats import METHOD, median, ratio_of_medians
 from reportgen.terminal import json_safe_escapes, terminal_safe
+from reportgen.withdrawn import read_withdrawn
 
 COMPARE_SCHEMA_VERSION = 1
 """Version of the ``--format json`` document."""
@@ -93,6 +110,7 @@ class Outcome(str, Enum):
     FASTER = "faster"
     SLOWER = "slower"
     NO_CHANGE = "no significant change"
+    INCONCLUSIVE = "inconclusive"  # significant within the runs, but the drift between them is unknown
     BROKEN = "broken"  # OK in base, failed or incorrect in head: a regression
     FIXED = "fixed"  # not OK in base, OK in head
     STILL_BROKEN = "still broken"
@@ -106,7 +124,15 @@ class Verdict(str, Enum):
 
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
+    INCONCLUSIVE = "inconclusive"
     NO_CHANGE = "no significant change"
+
+
+class Pairing(str, Enum):
+    """How the two runs were measured: apart (the drift between them widens the interval) or as one A/B pair."""
+
+    SEPARATE = "separate"
+    INTERLEAVED = "interleaved"
 
 
 @dataclass(frozen=True)
@@ -132,9 +158,19 @@ class VariantChange:
     head_median_us: float | None = None
     change_pct: float | None = None
     ci_low_pct: float | None = None
+    """The interval the outcome is decided on: widened by the drift between separate runs when it is known."""
     ci_high_pct: float | None = None
     base_samples: int = 0
     head_samples: int = 0
+    within_ci_low_pct: float | None = None
+    """The interval of the samples within the runs alone (bootstrap; for an A/B pair, the paired interval)."""
+    within_ci_high_pct: float | None = None
+    drift_pct: float | None = None
+    """Between-run drift (sd of consecutive earlier runs' log median ratios, in percent); None: unknown or a pair."""
+    drift_runs: int = 0
+    """How many earlier runs (up to and including base) the drift was estimated from; 0 when it is unknown."""
+    paired_rounds: int = 0
+    """Rounds of the interleaved A/B pair the paired interval came from (0: not a pair, or too few rounds)."""
 
     @property
     def is_regression(self) -> bool:
@@ -206,6 +242,15 @@ class Comparison:
     op_diffs: tuple[OpDiff, ...]
     warnings: tuple[VersionDifference, ...]
     method: str
+    pairing: Pairing = Pairing.SEPARATE
+    minutes_apart: float = 0.0
+    drift_note: str = ""
+    """One sentence on how the runs were measured and what the intervals cover (never empty from compare_runs)."""
+
+    @property
+    def drift_unknown(self) -> tuple[VariantChange, ...]:
+        """Variants whose change within the runs was significant but whose drift between runs is unknown."""
+        return tuple(v for v in self.variants if v.outcome is Outcome.INCONCLUSIVE)
 
     @property
     def regressions(self) -> tuple[VariantChange, ...]:
@@ -219,24 +264,44 @@ class Comparison:
 
     @property
     def verdict(self) -> Verdict:
-        """Regression if any variant regressed, else improvement if any improved, else no change."""
+        """Regression if any variant regressed, else inconclusive if any is, else improvement if any improved,
+        else no change."""
         if self.regressions:
             return Verdict.REGRESSION
+        if self.drift_unknown:
+            return Verdict.INCONCLUSIVE
         return Verdict.IMPROVEMENT if self.improvements else Verdict.NO_CHANGE
 
 
 # --- pure comparison -------------------------------------------------------------------------
 
 
-def compare_runs(base: Run, head: Run, threshold_pct: float) -> Comparison:
-    """Compare ``head`` against ``base``; CompareError when device or scenario differ."""
+@dataclass(frozen=True)
+class Sides:
+    """The two runs of a comparison and the store's runs the drift between separate runs is estimated from."""
+
+    base: Run
+    head: Run
+    history: tuple[Run, ...] = ()
+    pairing: Pairing = Pairing.SEPARATE
+
+
+def compare_runs(base: Run, head: Run, threshold_pct: float, history: Sequence[Run] = ()) -> Comparison:
+    """Compare ``head`` against ``base``; CompareError when device or scenario differ.
+
+    ``history``: the store's runs (any order; base and head may be among them) from which the drift between
+    two separate runs is estimated. Without enough of it the drift is unknown (see the module docstring).
+    """
     if not math.isfinite(threshold_pct) or threshold_pct < 0:
         raise UsageError(f"threshold {threshold_pct!r}: must be a finite number of percent >= 0")
     check_comparable(base, head)
+    pairing = Pairing.INTERLEAVED if is_ab_pair(base, head) else Pairing.SEPARATE
+    sides = Sides(base, head, tuple(drift_history(history, head)), pairing)
     b, h = {v.name: v for v in base.variants}, {v.name: v for v in head.variants}
     names = list(b) + [n for n in h if n not in b]
-    changes = tuple(variant_change(b.get(n), h.get(n), threshold_pct) for n in names)
+    changes = tuple(variant_change(b.get(n), h.get(n), threshold_pct, sides) for n in names)
     diffs = _op_diffs(b, h, names)
+    minutes = minutes_apart(base.created_utc, head.created_utc)
     return Comparison(
         base=run_ref(base),
         head=run_ref(head),
@@ -246,7 +311,41 @@ def compare_runs(base: Run, head: Run, threshold_pct: float) -> Comparison:
         op_diffs=diffs,
         warnings=version_differences(base, head),
         method=METHOD,
+        pairing=pairing,
+        minutes_apart=minutes,
+        drift_note=drift_note(pairing, minutes, changes, base.ab.pair_id if base.ab else None),
     )
+
+
+def is_ab_pair(base: Run, head: Run) -> bool:
+    """True when ``base`` and ``head`` are the two sides of one interleaved ``reportgen ab`` pair."""
+    return (base.ab is not None and head.ab is not None and base.ab.pair_id == head.ab.pair_id
+            and base.ab.side != head.ab.side and base.ab.partner_run_id == head.run_id
+            and head.ab.partner_run_id == base.run_id)
+
+
+def drift_history(runs: Sequence[Run], head: Run) -> list[Run]:
+    """The runs a drift estimate may use: separate runs only (no A/B side, whose samples are interleaved), and
+    never ``head`` itself (the change being judged must not count as drift)."""
+    return [r for r in runs if r.ab is None and r.run_id != head.run_id]
+
+
+def drift_note(pairing: Pairing, minutes: float, changes: Sequence[VariantChange], pair_id: str | None) -> str:
+    """The comparison's one sentence on how the runs were measured and what its intervals cover."""
+    if pairing is Pairing.INTERLEAVED:
+        return (f"interleaved A/B pair {pair_id}: paired statistics over its rounds; the drift between runs "
+                "cancels in each round's ratio, so the intervals are not widened")
+    note = not_interleaved_note(minutes)
+    timed = [c for c in changes if c.within_ci_low_pct is not None]
+    known = [c for c in timed if c.drift_pct is not None]
+    if timed and len(known) == len(timed):
+        return f"{note}; intervals widened by the drift between runs measured from the store's earlier runs"
+    unknown = (f"drift between runs unknown (fewer than {MIN_HISTORY_RATIOS + 1} earlier runs of this machine, "
+               "scenario and parameters in the store)")
+    if known:
+        unknown = f"intervals widened by the drift between runs where it is known; for the others the {unknown}"
+    return (f"{note}; {unknown}, so a change within the runs is inconclusive, never a regression; "
+            "measure both sides interleaved with `reportgen ab`")
 
 
 def check_comparable(base: Run, head: Run) -> None:
@@ -281,8 +380,10 @@ def version_differences(base: Run, head: Run) -> tuple[VersionDifference, ...]:
     return tuple(out)
 
 
-def variant_change(base: VariantResult | None, head: VariantResult | None, threshold_pct: float) -> VariantChange:
-    """The outcome for one variant name, present on one or both sides."""
+def variant_change(base: VariantResult | None, head: VariantResult | None, threshold_pct: float,
+                   sides: Sides | None = None) -> VariantChange:
+    """The outcome for one variant name, present on one or both sides; ``sides`` (the two runs and the store's
+    history) decides how a timing change is judged (None: on the samples within the runs alone)."""
     if base is None and head is None:
         raise ValueError("variant_change needs at least one side")
     if base is None or head is None:
@@ -298,7 +399,7 @@ def variant_change(base: VariantResult | None, head: VariantResult | None, thres
             base_samples=len(base.samples_us) if base else 0,
             head_samples=len(head.samples_us) if head else 0,
         )
-    timed = _timed_change(base, head, threshold_pct)
+    timed = _timed_change(base, head, threshold_pct, sides)
     return replace(timed, outcome=_status_outcome(base.status, head.status) or timed.outcome)
 
 
@@ -312,20 +413,73 @@ def _status_outcome(base: VariantStatus, head: VariantStatus) -> Outcome | None:
     return Outcome.FIXED if head_ok else Outcome.STILL_BROKEN
 
 
-def _timed_change(base: VariantResult, head: VariantResult, threshold_pct: float) -> VariantChange:
+def _timed_change(base: VariantResult, head: VariantResult, threshold_pct: float,
+                  sides: Sides | None) -> VariantChange:
     """The timing change of a variant present on both sides (outcome from timing only)."""
-    ratio = ratio_of_medians(head.samples_us, base.samples_us)
-    common = dict(name=base.name, base_status=base.status, head_status=head.status,
-                  base_median_us=_median(base), head_median_us=_median(head),
-                  base_samples=len(base.samples_us), head_samples=len(head.samples_us))
-    if ratio is None:
-        return VariantChange(outcome=Outcome.NO_SAMPLES, **common)  # type: ignore[arg-type]
-    change = (ratio.value - 1) * 100
-    low, high = (ratio.ci_low - 1) * 100, (ratio.ci_high - 1) * 100
-    significant = abs(change) >= threshold_pct and math.isfinite(low) and math.isfinite(high) and ratio.excludes(1.0)
-    outcome = (Outcome.SLOWER if change > 0 else Outcome.FASTER) if significant else Outcome.NO_CHANGE
-    return VariantChange(outcome=outcome, change_pct=change, ci_low_pct=low, ci_high_pct=high,
-                         **common)  # type: ignore[arg-type]
+    plain = VariantChange(name=base.name, outcome=Outcome.NO_SAMPLES, base_status=base.status,
+                          head_status=head.status, base_median_us=_median(base), head_median_us=_median(head),
+                          base_samples=len(base.samples_us), head_samples=len(head.samples_us))
+    interleaved = sides is not None and sides.pairing is Pairing.INTERLEAVED
+    paired = _paired_interval(sides, base.name) if sides is not None and interleaved else None
+    if paired is not None:
+        ratio, low, high, rounds = paired
+    else:
+        within = ratio_of_medians(head.samples_us, base.samples_us)
+        if within is None:
+            return plain
+        ratio, low, high, rounds = within.value, within.ci_low, within.ci_high, 0
+    timed = replace(plain, outcome=_timing_outcome(ratio, low, high, threshold_pct), change_pct=(ratio - 1) * 100,
+                    ci_low_pct=(low - 1) * 100, ci_high_pct=(high - 1) * 100, within_ci_low_pct=(low - 1) * 100,
+                    within_ci_high_pct=(high - 1) * 100, paired_rounds=rounds)
+    if sides is None or interleaved:
+        return timed
+    drift = _widened(sides, base.name, ratio, low, high)
+    if drift is None or drift.drift_pct is None:  # drift unknown: the within-run interval cannot decide alone
+        return timed if timed.outcome is Outcome.NO_CHANGE else replace(timed, outcome=Outcome.INCONCLUSIVE)
+    return replace(timed, outcome=_timing_outcome(drift.ratio, drift.ci_low, drift.ci_high, threshold_pct),
+                   ci_low_pct=(drift.ci_low - 1) * 100, ci_high_pct=(drift.ci_high - 1) * 100,
+                   drift_pct=drift.drift_pct, drift_runs=drift.history_ratios + 1)
+
+
+def _timing_outcome(ratio: float, low: float, high: float, threshold_pct: float) -> Outcome:
+    """Slower or faster when ``|ratio - 1| >= threshold`` and the interval [low, high] excludes 1; else no change."""
+    change = (ratio - 1) * 100
+    significant = (abs(change) >= threshold_pct and math.isfinite(low) and math.isfinite(high)
+                   and not (low <= 1.0 <= high))
+    return (Outcome.SLOWER if change > 0 else Outcome.FASTER) if significant else Outcome.NO_CHANGE
+
+
+def _widened(sides: Sides, variant: str, ratio: float, low: float, high: float) -> DriftInterval | None:
+    """The ratio's interval widened by the drift between separate runs; None when the interval is not a usable
+    one (not finite, or not around the ratio), which leaves the drift unknown."""
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= ratio <= high):
+        return None
+    return compare_after_the_fact(sides.history, sides.base, sides.head, variant, ratio, low, high)
+
+
+def _paired_interval(sides: Sides, variant: str) -> tuple[float, float, float, int] | None:
+    """(median ratio, low, high, rounds): the sign-test interval over the A/B pair's rounds (as ``reportgen ab``
+    computes it); None when the rounds do not hold enough blocks of ``variant`` on both sides."""
+    b_ab, h_ab = sides.base.ab, sides.head.ab
+    if b_ab is None or h_ab is None:
+        return None
+    base_medians, head_medians = _round_medians(b_ab.rounds, variant), _round_medians(h_ab.rounds, variant)
+    ratios = [head_medians[i] / base_medians[i] for i in sorted(set(base_medians) & set(head_medians))]
+    if len(ratios) < MIN_ROUNDS_FOR_INTERVAL:
+        return None
+    ratio, low, high, _coverage = median_interval(ratios)
+    return ratio, low, high, len(ratios)
+
+
+def _round_medians(rounds: Sequence[AbRound], variant: str) -> dict[int, float]:
+    """Round index -> the median of this variant's block in that round (blocks with a positive, finite median)."""
+    out = {}
+    for r in rounds:
+        for block in r.samples:
+            m = median(block.samples_us) if block.variant == variant else None
+            if m is not None and math.isfinite(m) and m > 0:
+                out[r.index] = m
+    return out
 
 
 def _median(v: VariantResult | None) -> float | None:
@@ -436,7 +590,8 @@ def render_markdown(comparison: Comparison, site_url: str | None = None,
                                sections=comparison.op_diffs[: cut.sections],
                                omitted_sections=len(comparison.op_diffs) - cut.sections,
                                marker=MARKER, version=__version__, max_listed=MAX_LISTED,
-                               max_named=MAX_NAMED_IN_VERDICT, Outcome=Outcome, Verdict=Verdict)
+                               max_named=MAX_NAMED_IN_VERDICT, Outcome=Outcome, Verdict=Verdict,
+                               Pairing=Pairing)
 
     def fits(cut: _Cut) -> bool:
         return comment_length(render(cut)) <= limit_chars
@@ -497,14 +652,26 @@ def load_side(store: Path, ref: str, scenario: str | None = None, machine: str |
     return load_run(resolve_run_dir(store, ref, scenario, machine))
 
 
+def load_history(store: Path) -> list[Run]:
+    """The store's runs a drift estimate may use: every valid, not withdrawn bundle (none when ``store`` is not a
+    folder; a corrupt bundle elsewhere in the store does not stop a comparison)."""
+    if not store.is_dir():
+        return []
+    runs, _problems = load_store_tolerant(store)
+    withdrawn = read_withdrawn(store)
+    return [r for r in runs if r.run_id not in withdrawn]
+
+
 def run_compare(request: CompareRequest) -> int:
     """Load, compare, render, write; ``ExitCode.REGRESSION`` on a regression when the request asks to fail on one."""
     where = (request.scenario, request.machine)
     base, head = load_side(request.store, request.base, *where), load_side(request.store, request.head, *where)
-    comparison = compare_runs(base, head, request.threshold_pct)
+    comparison = compare_runs(base, head, request.threshold_pct, load_history(request.store))
     for w in comparison.warnings:
         print(terminal_safe(f"reportgen: warning: environment.{w.field} differs: {_show(w.base)} (base) "
                             f"vs {_show(w.head)} (head)"), file=sys.stderr)
+    if comparison.drift_unknown:
+        print(terminal_safe(f"reportgen: note: {comparison.drift_note}"), file=sys.stderr)
     text = (comparison_json(comparison, request.site_url) if request.output_format is OutputFormat.JSON
             else render_markdown(comparison, request.site_url))
     if request.output is not None:

@@ -24,6 +24,7 @@ from reportgen.compare import (
     MAX_COMMENT_CHARS,
     Comparison,
     Outcome,
+    Pairing,
     RunRef,
     VariantChange,
     Verdict,
@@ -34,7 +35,17 @@ from reportgen.compare import (
     run_page_url,
 )
 from reportgen.errors import CompareError, UsageError
-from reportgen.model import DeviceKind, Environment, OpRow, Run, VariantResult, VariantStatus
+from reportgen.model import (
+    AbInfo,
+    AbRound,
+    AbRoundSamples,
+    DeviceKind,
+    Environment,
+    OpRow,
+    Run,
+    VariantResult,
+    VariantStatus,
+)
 from reportgen.stats import METHOD
 
 REAL_STORE = Path(__file__).resolve().parent / "data" / "compare" / "real-store"
@@ -57,9 +68,21 @@ def runs(base: tuple[VariantResult, ...], head: tuple[VariantResult, ...], **hea
     return b, dataclasses.replace(h, **head_kw) if head_kw else h
 
 
+def steady_history(base: Run, n: int = 4) -> tuple[Run, ...]:
+    """``n`` earlier runs identical to ``base`` (same machine, scenario, parameters and medians): zero drift between
+    runs, so a comparison's interval is exactly the one within the runs."""
+    return tuple(dataclasses.replace(base, run_id=f"20261129T0{i}0000Z-cpu-hist-{i:06d}",
+                                     created_utc=f"2026-11-29T0{i}:00:00Z") for i in range(n))
+
+
+def compared(base: Run, head: Run, threshold: float = 5.0) -> Comparison:
+    """``compare_runs`` with a steady history in the store (known, zero drift): the within-run statistics decide."""
+    return compare_runs(base, head, threshold, (*steady_history(base), base, head))
+
+
 def change(base: tuple[float, ...], head: tuple[float, ...], threshold: float = 5.0) -> VariantChange:
     b, h = runs((v("x", base),), (v("x", head),))
-    return compare_runs(b, h, threshold).variants[0]
+    return compared(b, h, threshold).variants[0]
 
 
 # --- statistics and outcomes -------------------------------------------------------------------
@@ -103,7 +126,7 @@ def test_large_change_whose_interval_includes_zero_is_no_change() -> None:
 def test_variant_broken_in_head_is_a_regression(status: VariantStatus) -> None:
     b, h = runs((v("fused", (50.0,) * 5),), (v("fused", (50.0,) * 5 if status is VariantStatus.INCORRECT else (),
                                                 status),))
-    comp = compare_runs(b, h, 5.0)
+    comp = compared(b, h, 5.0)
     assert comp.variants[0].outcome is Outcome.BROKEN
     assert comp.verdict is Verdict.REGRESSION and [x.name for x in comp.regressions] == ["fused"]
     assert f"fused broken ({status.value})" in render_markdown(comp)
@@ -112,34 +135,34 @@ def test_variant_broken_in_head_is_a_regression(status: VariantStatus) -> None:
 def test_fixed_and_still_broken_are_not_regressions() -> None:
     b, h = runs((v("a", (), VariantStatus.FAILED), v("b", (), VariantStatus.FAILED)),
                 (v("a", (10.0,) * 5), v("b", (), VariantStatus.FAILED)))
-    comp = compare_runs(b, h, 5.0)
+    comp = compared(b, h, 5.0)
     assert [x.outcome for x in comp.variants] == [Outcome.FIXED, Outcome.STILL_BROKEN]
     assert comp.verdict is Verdict.IMPROVEMENT and not comp.regressions
 
 
 def test_added_and_removed_variants_are_listed_not_regressions() -> None:
     b, h = runs((v("naive", (100.0,) * 5), v("old", (10.0,) * 5)), (v("naive", (100.0,) * 5), v("new", (1.0,) * 5)))
-    comp = compare_runs(b, h, 5.0)
+    comp = compared(b, h, 5.0)
     assert [(x.name, x.outcome) for x in comp.variants] == [
         ("naive", Outcome.NO_CHANGE), ("old", Outcome.REMOVED), ("new", Outcome.ADDED)]
     assert comp.verdict is Verdict.NO_CHANGE
     md = render_markdown(comp)
-    assert "| old | 10.00 | — | — | removed in head |" in md
-    assert "| new | — | 1.00 | — | added in head |" in md
+    assert "| old | 10.00 | — | — | — | — | removed in head |" in md
+    assert "| new | — | 1.00 | — | — | — | added in head |" in md
 
 
 def test_imported_runs_without_samples_are_not_comparable() -> None:
     b, h = runs((v("naive", ()),), (v("naive", ()),))
-    comp = compare_runs(b, h, 5.0)
+    comp = compared(b, h, 5.0)
     assert comp.variants[0].outcome is Outcome.NO_SAMPLES and comp.verdict is Verdict.NO_CHANGE
-    assert "| naive | — | — | — | no timing samples: not comparable |" in render_markdown(comp)
+    assert "| naive | — | — | — | — | — | no timing samples: not comparable |" in render_markdown(comp)
 
 
 @pytest.mark.parametrize("threshold", [-1.0, float("nan"), float("inf")])
 def test_bad_threshold_is_a_usage_error(threshold: float) -> None:
     b, h = runs((v("x", (1.0,)),), (v("x", (1.0,)),))
     with pytest.raises(UsageError, match=r"^threshold .*: must be a finite number of percent >= 0$"):
-        compare_runs(b, h, threshold)
+        compared(b, h, threshold)
 
 
 # --- refusals and warnings ------------------------------------------------------------------------
@@ -148,7 +171,7 @@ def test_bad_threshold_is_a_usage_error(threshold: float) -> None:
 def test_runs_on_different_devices_are_refused_naming_both_runs_and_the_field() -> None:
     b, h = runs((v("x", (1.0,)),), (v("x", (1.0,)),), device=DeviceKind.CUDA)
     with pytest.raises(CompareError) as info:
-        compare_runs(b, h, 5.0)
+        compared(b, h, 5.0)
     assert info.value.message == (
         "cannot compare 20261130T000000Z-cpu-test-abc123 (base) with 20261130T000100Z-cpu-head-def456 (head): "
         "field 'device' differs ('cpu' vs 'cuda'); compare runs of the same device and scenario parameters")
@@ -158,7 +181,7 @@ def test_runs_with_different_shapes_are_refused() -> None:
     b = synthetic_run()
     h = synthetic_run(run_id=HEAD_ID, shape="8,64")
     with pytest.raises(CompareError, match=r"field 'scenario\.parameters\.shape' differs \('4,64' vs '8,64'\)"):
-        compare_runs(b, h, 5.0)
+        compared(b, h, 5.0)
 
 
 def test_parameter_present_on_one_side_only_is_refused() -> None:
@@ -167,7 +190,7 @@ def test_parameter_present_on_one_side_only_is_refused() -> None:
     h = dataclasses.replace(h, scenario=dataclasses.replace(h.scenario, parameters={**h.scenario.parameters,
                                                                                      "eps": "1e-5"}))
     with pytest.raises(CompareError, match=r"field 'scenario\.parameters\.eps' differs \(absent vs '1e-5'\)"):
-        compare_runs(b, h, 5.0)
+        compared(b, h, 5.0)
 
 
 def test_different_scenarios_are_refused() -> None:
@@ -175,7 +198,7 @@ def test_different_scenarios_are_refused() -> None:
     h = synthetic_run(run_id=HEAD_ID)
     h = dataclasses.replace(h, scenario=dataclasses.replace(h.scenario, name="layernorm"))
     with pytest.raises(CompareError, match=r"field 'scenario\.name' differs \('rmsnorm' vs 'layernorm'\)"):
-        compare_runs(b, h, 5.0)
+        compared(b, h, 5.0)
 
 
 def test_software_version_differences_are_warnings_not_refusals() -> None:
@@ -183,7 +206,7 @@ def test_software_version_differences_are_warnings_not_refusals() -> None:
     h = synthetic_run(run_id=HEAD_ID)
     env: Environment = dataclasses.replace(h.environment, torch_version="2.14.0",
                                            device_extras={"neuronx_cc_version": HOSTILE})
-    comp = compare_runs(b, dataclasses.replace(h, environment=env), 5.0)
+    comp = compared(b, dataclasses.replace(h, environment=env), 5.0)
     assert [(w.field, w.base, w.head) for w in comp.warnings] == [
         ("torch_version", "2.13.0", "2.14.0"), ("neuronx_cc_version", None, HOSTILE)]
     md = render_markdown(comp)
@@ -200,20 +223,20 @@ def test_op_diff_per_step_added_gone_calls_and_largest_self_changes() -> None:
     head_ops = (OpRow("aten::mul", 2, 100.0, 100.0, 0, 0), OpRow("aten::mean", 2, 100.0, 100.0, 0, 0),
                 OpRow("aten::_fused_rms_norm", 2, 60.0, 60.0, 0, 0))
     b, h = runs((v("naive", (1.0,), ops=base_ops),), (v("naive", (1.0,), ops=head_ops),))
-    (d,) = compare_runs(b, h, 5.0).op_diffs  # profiled_steps = 2: everything is halved
+    (d,) = compared(b, h, 5.0).op_diffs  # profiled_steps = 2: everything is halved
     assert [(o.name, o.head_calls_per_step) for o in d.added] == [("aten::_fused_rms_norm", 1.0)]
     assert [(o.name, o.base_calls_per_step) for o in d.removed] == [("aten::add", 1.0)]
     assert [(o.name, o.base_calls_per_step, o.head_calls_per_step) for o in d.calls_changed] == [("aten::mul", 3, 1)]
     assert [(o.name, o.delta_self_us) for o in d.largest_self_changes] == [
         ("aten::mul", -100.0), ("aten::_fused_rms_norm", 30.0), ("aten::add", -20.0)]
-    md = render_markdown(compare_runs(b, h, 5.0))
+    md = render_markdown(compared(b, h, 5.0))
     assert "| aten\\:\\:mul | 150.0 | 50.00 | -100.0 |" in md
     assert "Ops added (1): aten\\:\\:\\_fused\\_rms\\_norm (calls: 1)" in md
 
 
 def test_identical_op_tables_give_no_section() -> None:
     b, h = runs((v("naive", (1.0,)),), (v("naive", (1.0,)),))
-    comp = compare_runs(b, h, 5.0)
+    comp = compared(b, h, 5.0)
     assert comp.op_diffs == () and "<details>" not in render_markdown(comp)
 
 
@@ -223,12 +246,14 @@ def test_identical_op_tables_give_no_section() -> None:
 def test_comment_has_marker_verdict_table_links_and_method() -> None:
     b, h = runs((v("naive", (100.0,) * 5), v("fused", (50.0,) * 5)),
                 (v("naive", (130.0,) * 5), v("fused", (50.0,) * 5)))
-    md = render_markdown(compare_runs(b, h, 5.0), site_url="https://user.github.io/my repo/")
+    md = render_markdown(compared(b, h, 5.0), site_url="https://user.github.io/my repo/")
     lines = md.splitlines()
     assert lines[0] == MARKER
     assert lines[1] == "### :x: reportgen: regression in 1 of 2 variants: naive +30.0 %" and lines[2] == ""
-    assert "| naive | 100.0 | 130.0 | +30.0 % (+30.0 % to +30.0 %) | :red_circle: slower |" in lines
-    assert "| fused | 50.00 | 50.00 | +0.0 % (+0.0 % to +0.0 %) | no significant change |" in lines
+    assert ("| naive | 100.0 | 130.0 | +30.0 % (+30.0 % to +30.0 %) | +30.0 % to +30.0 % | sd 0.0 % over 5 runs "
+            "up to base | :red_circle: slower |") in lines
+    assert ("| fused | 50.00 | 50.00 | +0.0 % (+0.0 % to +0.0 %) | +0.0 % to +0.0 % | sd 0.0 % over 5 runs up to base "
+            "| no significant change |") in lines
     assert ("Run pages: [base](https://user.github.io/my%20repo/runs/20261130T000000Z-cpu-test-abc123/) · "
             f"[head](https://user.github.io/my%20repo/runs/{HEAD_ID}/)") in lines
     assert "95 \\% percentile\\-bootstrap interval" in lines[-1] and "excludes 0" in lines[-1]
@@ -236,16 +261,16 @@ def test_comment_has_marker_verdict_table_links_and_method() -> None:
 
 def test_mixed_verdict_names_the_regression_and_counts_the_faster() -> None:
     b, h = runs((v("a", (100.0,) * 5), v("b", (100.0,) * 5)), (v("a", (50.0,) * 5), v("b", (), VariantStatus.FAILED)))
-    assert render_markdown(compare_runs(b, h, 5.0)).splitlines()[1] == (
+    assert render_markdown(compared(b, h, 5.0)).splitlines()[1] == (
         "### :x: reportgen: regression in 1 of 2 variants: b broken (failed); faster: 1")
 
 
 def test_verdicts_for_improvement_and_no_change() -> None:
     b, h = runs((v("naive", (100.0,) * 5),), (v("naive", (50.0,) * 5),))
-    assert render_markdown(compare_runs(b, h, 5.0)).splitlines()[1] == (
+    assert render_markdown(compared(b, h, 5.0)).splitlines()[1] == (
         "### :white_check_mark: reportgen: faster in 1 of 1 variants: naive -50.0 %")
     b, h = runs((v("naive", (100.0,) * 5),), (v("naive", (101.0,) * 5),))
-    assert render_markdown(compare_runs(b, h, 5.0)).splitlines()[1] == (
+    assert render_markdown(compared(b, h, 5.0)).splitlines()[1] == (
         "### :white_check_mark: reportgen: no significant change in 1 variants")
 
 
@@ -287,7 +312,7 @@ def test_huge_op_diffs_are_dropped_from_the_end_first() -> None:
     names = [f"v{i}" for i in range(60)]
     b, h = runs(tuple(v(n, (100.0,) * 5, ops=ops) for n in names),
                 tuple(v(n, (100.0 + i,) * 5, ops=ops[20:] + more) for i, n in enumerate(names)))
-    comp = compare_runs(b, h, 5.0)
+    comp = compared(b, h, 5.0)
     assert len(comp.op_diffs) == 60
     full = render_markdown(comp, limit_chars=10**9)
     assert comment_length(full) > 65_536
@@ -308,7 +333,7 @@ def _hostile_comparison() -> Comparison:
     ops = (OpRow(HOSTILE, 1, 5.0, 5.0, 0, 0),)
     b, h = runs((v(HOSTILE, (100.0,) * 5, ops=()), v("plain", (10.0,) * 5, ops=())),
                 (v(HOSTILE, (150.0,) * 5, ops=ops), v("plain", (10.0,) * 5, ops=())), label=HOSTILE)
-    return compare_runs(b, h, 5.0)
+    return compared(b, h, 5.0)
 
 
 def _check_rendered_html(out: str) -> None:
@@ -320,7 +345,7 @@ def _check_rendered_html(out: str) -> None:
     assert HOSTILE.replace("@", "@\u2060") in text  # the visible text is unchanged
     variant_table = out.split("<table>")[1]
     for row in re.findall(r"<tr>(.*?)</tr>", variant_table, re.S):
-        assert len(re.findall(r"<t[hd]", row)) == 5, row  # pipes in names did not split cells
+        assert len(re.findall(r"<t[hd]", row)) == 7, row  # pipes in names did not split cells
 
 
 def test_markdown_it_gfm_renders_tables_and_neutralises_hostile_names() -> None:
@@ -347,12 +372,12 @@ def _real(run_id: str) -> Run:
 
 
 def test_real_cpu_runs_regression_and_its_reverse() -> None:
-    comp = compare_runs(_real(REAL_BASE), _real(REAL_PR), 5.0)
+    comp = compared(_real(REAL_BASE), _real(REAL_PR), 5.0)
     outcomes = {x.name: x.outcome for x in comp.variants}
     assert outcomes == {"naive": Outcome.NO_CHANGE, "fused": Outcome.SLOWER}
     fused = comp.variants[1]
     assert fused.ci_low_pct is not None and fused.ci_low_pct > 100  # the float64 round trip: > 2x slower
-    reverse = compare_runs(_real(REAL_PR), _real(REAL_BASE), 5.0)
+    reverse = compared(_real(REAL_PR), _real(REAL_BASE), 5.0)
     assert {x.name: x.outcome for x in reverse.variants} == {"naive": Outcome.NO_CHANGE, "fused": Outcome.FASTER}
     diffs = {d.variant: d for d in comp.op_diffs}
     assert "aten::clone" in [o.name for o in diffs["fused"].added]
@@ -361,12 +386,111 @@ def test_real_cpu_runs_regression_and_its_reverse() -> None:
     assert out.count("<table>") >= 3
 
 
+# --- runs measured apart: the drift between runs (issue 14) ---------------------------------------------------
+
+
+def history_with(medians: tuple[float, ...], base: Run, name: str = "x") -> tuple[Run, ...]:
+    """Earlier runs of base's machine, scenario and parameters, one per median (oldest first), of variant ``name``
+    with constant samples at that median."""
+    return tuple(dataclasses.replace(base, run_id=f"20261129T0{i}0000Z-cpu-hist-{i:06d}",
+                                     created_utc=f"2026-11-29T0{i}:00:00Z", variants=(v(name, (m,) * 10),))
+                 for i, m in enumerate(medians))
+
+
+DRIFTING = (100.0, 110.0, 99.0, 109.0, 100.0)  # consecutive runs of unchanged code move by about 10 %
+STEADY = (100.0, 100.5, 100.0, 99.5, 100.0)  # ... by about 0.5 %
+
+
+def test_drifting_history_widens_the_interval_so_8_percent_slower_is_not_a_regression() -> None:
+    b, h = runs((v("x", (100.0,) * 10),), (v("x", (108.0,) * 10),))
+    within = compare_runs(b, h, 5.0, (*steady_history(b), b, h)).variants[0]
+    assert within.outcome is Outcome.SLOWER  # the samples within the runs alone call it a regression
+    comp = compare_runs(b, h, 5.0, (*history_with(DRIFTING, b), b, h))
+    x = comp.variants[0]
+    assert x.outcome is Outcome.NO_CHANGE and comp.verdict is Verdict.NO_CHANGE and not comp.regressions
+    assert x.change_pct == pytest.approx(8.0)
+    assert x.within_ci_low_pct == pytest.approx(8.0) and x.within_ci_high_pct == pytest.approx(8.0)
+    assert x.ci_low_pct is not None and x.ci_high_pct is not None and x.ci_low_pct < 0 < 8.0 < x.ci_high_pct
+    assert x.drift_pct is not None and 8 < x.drift_pct < 12 and x.drift_runs == 6  # 5 earlier runs and base
+    assert comp.pairing is Pairing.SEPARATE and comp.minutes_apart == pytest.approx(1.0)
+    assert comp.drift_note.startswith("not interleaved: taken 1 minute apart; intervals widened by the drift")
+    md = render_markdown(comp)
+    assert f"| sd {x.drift_pct:.1f} % over 6 runs up to base | no significant change |" in md
+    assert "| +8.0 % to +8.0 % |" in md  # the within-run interval is shown beside the widened one
+
+
+def test_steady_history_keeps_a_20_percent_slowdown_a_regression() -> None:
+    b, h = runs((v("x", (100.0,) * 10),), (v("x", (120.0,) * 10),))
+    comp = compare_runs(b, h, 5.0, (*history_with(STEADY, b), b, h))
+    x = comp.variants[0]
+    assert x.outcome is Outcome.SLOWER and comp.verdict is Verdict.REGRESSION
+    assert x.drift_pct is not None and 0.2 < x.drift_pct < 1.0 and x.drift_runs == 6
+    assert x.ci_low_pct is not None and x.ci_high_pct is not None and 15 < x.ci_low_pct < 20 < x.ci_high_pct < 25
+    assert render_markdown(comp).splitlines()[1] == "### :x: reportgen: regression in 1 of 1 variants: x +20.0 %"
+
+
+def test_without_history_the_drift_is_unknown_and_a_change_is_inconclusive_never_a_regression() -> None:
+    b, h = runs((v("x", (100.0,) * 10), v("y", (50.0,) * 10)), (v("x", (150.0,) * 10), v("y", (50.0,) * 10)))
+    comp = compare_runs(b, h, 5.0)  # no history at all
+    assert [x.outcome for x in comp.variants] == [Outcome.INCONCLUSIVE, Outcome.NO_CHANGE]
+    assert comp.verdict is Verdict.INCONCLUSIVE and not comp.regressions and not comp.improvements
+    assert all(x.drift_pct is None and x.drift_runs == 0 for x in comp.variants)
+    assert comp.drift_note.startswith("not interleaved: taken 1 minute apart; drift between runs unknown (fewer than 4")
+    assert "never a regression" in comp.drift_note and "`reportgen ab`" in comp.drift_note
+    lines = render_markdown(comp).splitlines()
+    assert lines[1] == ("### :grey_question: reportgen: inconclusive in 1 of 2 variants: x +50.0 %: not interleaved, "
+                        "drift between runs unknown; use `reportgen ab`")
+    assert "| x | 100.0 | 150.0 | +50.0 % (+50.0 % to +50.0 %) | +50.0 % to +50.0 % | unknown | :grey_question: " \
+           "inconclusive: drift unknown |" in lines
+    assert any(line.startswith("Timing: not interleaved\\: taken 1 minute apart\\; drift between runs unknown")
+               for line in lines)
+    # two earlier runs (three with base) are still too few; runs of another machine do not count
+    other = tuple(dataclasses.replace(r, environment=dataclasses.replace(r.environment, hostname="elsewhere"))
+                  for r in history_with(STEADY, b))
+    for history in (history_with(STEADY[:2], b), other):
+        assert compare_runs(b, h, 5.0, (*history, b, h)).verdict is Verdict.INCONCLUSIVE
+
+
+def test_head_and_ab_sides_are_not_history() -> None:
+    b, h = runs((v("x", (100.0,) * 10),), (v("x", (120.0,) * 10),))
+    ab = AbInfo("p0", "base", "other", "m", 5.0, ())
+    sides = tuple(dataclasses.replace(r, ab=ab) for r in history_with(STEADY, b))
+    assert compare_runs(b, h, 5.0, (*sides, b, h)).verdict is Verdict.INCONCLUSIVE
+    earlier = dataclasses.replace(h, created_utc="2026-11-29T23:00:00Z")  # a head older than base is not history
+    assert compare_runs(b, earlier, 5.0, (*history_with(STEADY[:2], b), b, earlier)).verdict is Verdict.INCONCLUSIVE
+
+
+def _ab_pair(base_us: float, head_us: float, rounds: int) -> tuple[Run, Run]:
+    """The two sides of one interleaved A/B pair of variant x: every round's blocks at these times."""
+    b, h = runs((v("x", (base_us,) * 5 * rounds),), (v("x", (head_us,) * 5 * rounds),))
+
+    def info(side: str, partner: str, us: float) -> AbInfo:
+        return AbInfo("pair42", side, partner, "paired", 5.0,
+                      tuple(AbRound(i, "base" if i % 2 == 0 else "head", (AbRoundSamples("x", (us,) * 5),))
+                            for i in range(rounds)))
+    return (dataclasses.replace(b, ab=info("base", h.run_id, base_us)),
+            dataclasses.replace(h, ab=info("head", b.run_id, head_us)))
+
+
+def test_an_ab_pair_keeps_its_paired_statistics_unwidened_without_history() -> None:
+    b, h = _ab_pair(100.0, 120.0, 10)
+    comp = compare_runs(b, h, 5.0, history_with(DRIFTING, b))  # a drifting history does not widen a pair
+    x = comp.variants[0]
+    assert comp.pairing is Pairing.INTERLEAVED and x.outcome is Outcome.SLOWER and comp.verdict is Verdict.REGRESSION
+    assert x.paired_rounds == 10 and x.drift_pct is None and x.ci_low_pct == pytest.approx(20.0)
+    assert comp.drift_note.startswith("interleaved A/B pair pair42: paired statistics")
+    assert "| +20.0 % to +20.0 % | paired, 10 rounds | :red_circle: slower |" in render_markdown(comp)
+    # not partners (another pair's head): compared as separate runs, drift unknown
+    other = dataclasses.replace(h, ab=dataclasses.replace(h.ab, pair_id="pair43") if h.ab else None)
+    assert compare_runs(b, other, 5.0).verdict is Verdict.INCONCLUSIVE
+
+
 # --- JSON and the command line -------------------------------------------------------------------------
 
 
 def test_json_holds_the_same_content_as_data() -> None:
     b, h = runs((v("naive", (100.0,) * 5),), (v("naive", (130.0,) * 5),))
-    doc = json.loads(comparison_json(compare_runs(b, h, 5.0), site_url="https://x.io/r"))
+    doc = json.loads(comparison_json(compared(b, h, 5.0), site_url="https://x.io/r"))
     assert doc["schema_version"] == 1 and doc["kind"] == "reportgen-compare"
     assert doc["verdict"] == "regression" and doc["regressions"] == ["naive"] and doc["improvements"] == []
     assert doc["variants"][0]["outcome"] == "slower"
@@ -375,8 +499,11 @@ def test_json_holds_the_same_content_as_data() -> None:
     assert doc["base"]["run_id"] == "20261130T000000Z-cpu-test-abc123" and doc["threshold_pct"] == 5.0
 
 
-def _store(tmp_path: Path, head_times: dict[str, float], **head_kw: object) -> Path:
+def _store(tmp_path: Path, head_times: dict[str, float], history: int = 4, **head_kw: object) -> Path:
+    """A store with ``history`` steady earlier runs, then base and a head with these times."""
     store = tmp_path / "store"
+    for run in steady_history(synthetic_run(), history):
+        write_synthetic(store, run)
     write_synthetic(store, synthetic_run())
     write_synthetic(store, synthetic_run(run_id=HEAD_ID, created_utc="2026-11-30T00:01:00Z", times_us=head_times,
                                          **head_kw))  # type: ignore[arg-type]
@@ -393,6 +520,21 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     capsys.readouterr()
     assert main(["compare", "latest", "nope", "--store", str(store)]) == 3
     assert "reportgen: error: nope: no such run in" in capsys.readouterr().err
+
+
+def test_cli_without_history_does_not_gate_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _store(tmp_path, {"naive": 150.0, "fused": 60.0, "compiled": 30.0}, history=0)
+    assert main(["compare", "latest~1", "latest", "--store", str(store), "--fail-on-regression"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(MARKER + "\n### :grey_question: reportgen: inconclusive in 1 of 3 variants: naive +50")
+    assert captured.err == ("reportgen: note: not interleaved: taken 1 minute apart; drift between runs unknown (fewer "
+                            "than 4 earlier runs of this machine, scenario and parameters in the store), so a change "
+                            "within the runs is inconclusive, never a regression; measure both sides interleaved "
+                            "with `reportgen ab`\n")
+    assert main(["compare", "latest~1", "latest", "--store", str(store), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "inconclusive" and doc["regressions"] == [] and doc["pairing"] == "separate"
+    assert doc["variants"][0]["outcome"] == "inconclusive" and doc["variants"][0]["drift_pct"] is None
 
 
 def test_cli_refuses_across_devices_with_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

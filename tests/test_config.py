@@ -140,6 +140,8 @@ def test_build_and_compare_take_their_defaults_from_the_config(tmp_path: Path, m
     from factories import synthetic_run, write_synthetic
 
     write(tmp_path / "reportgen.toml", 'store = "store"\nsite = "public"\nthreshold = 60\nbase_url = "/proj/"\n')
+    for i in range(4):  # steady earlier runs: the drift between runs is known, so a change can gate
+        write_synthetic(tmp_path / "store", synthetic_run(run_id=f"r-hist{i}", created_utc=f"2026-11-29T0{i}:00:00Z"))
     write_synthetic(tmp_path / "store", synthetic_run())
     write_synthetic(tmp_path / "store", synthetic_run(run_id="r-head", created_utc="2026-11-30T00:01:00Z",
                                                       times_us={"naive": 150.0, "fused": 60.0, "compiled": 30.0}))

@@ -195,6 +195,9 @@ def test_pr_comment_with_regressions_and_op_diffs_is_inert(tmp_path: Path,
     """Every variant twice as slow: the comment lists regressions and op tables, all keyed by hostile names."""
     store = tmp_path / "store"
     base = hostile_run(RUN_1, "2026-11-30T00:00:00Z")
+    for i in range(4):  # a steady history of the same machine and scenario: the drift between runs is known
+        write_synthetic(store, replace(base, run_id=f"2026112{i}T000000Z-cpu-evil-hist{i}",
+                                       created_utc=f"2026-11-2{i}T00:00:00Z"))
     write_synthetic(store, base)
     slower = tuple(replace(v, samples_us=tuple(x * 2 for x in v.samples_us),
                            ops=tuple(replace(o, self_cpu_us=o.self_cpu_us * 3, total_cpu_us=o.total_cpu_us * 3)

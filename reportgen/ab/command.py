@@ -141,12 +141,12 @@ class AbRequest:
 
     @staticmethod
     def from_cli(args: argparse.Namespace, store: Path) -> AbRequest:
-        for flag, value in (("--base", args.base), ("--head", args.head)):
+        for field, value in (("base", args.base), ("head", args.head)):
             if not Path(value).is_dir():
-                raise UsageError(f"{flag} {value}: not a folder; pass the checkout to measure")
+                raise UsageError(f"{field} {value}: not a folder; give the checkout to measure", field=field)
         variants = tuple(x.strip() for x in args.variants.split(",") if x.strip()) if args.variants else None
         if args.variants is not None and not variants:
-            raise UsageError(f"--variants {args.variants!r}: name at least one variant")
+            raise UsageError(f"variants {args.variants!r}: name at least one variant", field="variants")
         settings = AbSettings(
             threshold_pct=args.threshold, min_rounds=args.min_rounds, max_seconds=args.max_seconds,
             samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,

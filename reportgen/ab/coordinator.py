@@ -68,16 +68,18 @@ class AbSettings:
     device: str = "auto"
 
     def check(self) -> None:
-        """Refuse settings that cannot give a verdict; the message names the flag."""
+        """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows
+        it as its flag)."""
         if not self.threshold_pct > 0:
-            raise UsageError(f"--threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5")
+            raise UsageError(f"threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5",
+                             field="threshold")
         if self.min_rounds < MIN_ROUNDS_FOR_INTERVAL or self.min_rounds % 2:
-            raise UsageError(f"--min-rounds {self.min_rounds}: must be an even number >= {MIN_ROUNDS_FOR_INTERVAL} "
-                             "(ABBA pairs; fewer rounds have no 95 % interval)")
+            raise UsageError(f"min_rounds {self.min_rounds}: must be an even number >= {MIN_ROUNDS_FOR_INTERVAL} "
+                             "(ABBA pairs; fewer rounds have no 95 % interval)", field="min_rounds")
         if not self.max_seconds > 0:
-            raise UsageError(f"--max-seconds {self.max_seconds:g}: must be positive")
+            raise UsageError(f"max_seconds {self.max_seconds:g}: must be positive", field="max_seconds")
         if self.samples_per_block < 1:
-            raise UsageError(f"--samples {self.samples_per_block}: must be at least 1")
+            raise UsageError(f"samples {self.samples_per_block}: must be at least 1", field="samples")
 
 
 class VariantKind(str, Enum):
@@ -245,8 +247,8 @@ def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
             out[side] = SideReport(side, error=exc.message, error_stage=exc.stage)
     devices = {s.device for s in out.values() if s.error is None}
     if len(devices) > 1:
-        raise UsageError(f"the two sides chose different devices ({', '.join(sorted(str(d) for d in devices))}); "
-                         "pass --device")
+        raise UsageError(f"device: the two sides chose different devices "
+                         f"({', '.join(sorted(str(d) for d in devices))}); choose one", field="device")
     return out
 
 
@@ -287,8 +289,8 @@ def _selected(loaded: dict[str, SideReport], wanted: tuple[str, ...] | None) -> 
         return tuple(union)
     unknown = [n for n in wanted if n not in union]
     if unknown:
-        raise UsageError(f"--variants: {', '.join(unknown)} not declared on either side; "
-                         f"the scenario has {', '.join(union)}")
+        raise UsageError(f"variants: {', '.join(unknown)} not declared on either side; "
+                         f"the scenario has {', '.join(union)}", field="variants")
     return wanted
 
 

@@ -9,7 +9,7 @@ ratios) is the between-run drift; the comparison's interval is widened by it, in
 
     half-width = sqrt(within_half_width**2 + (Z * drift_sd)**2), on each side, Z = 1.96
 
-Pure functions over the model; compare.py calls them (integration pending: another module owns it).
+Pure functions over the model; compare.py calls ``compare_after_the_fact`` for every variant of two separate runs.
 """
 
 from __future__ import annotations

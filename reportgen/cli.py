@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen import __version__, devices
-from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
+from reportgen.errors import ConfigError, ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from reportgen.config import Config
     from reportgen.profile import ProfileRequest
+    from reportgen.scenario import Scenario
 
 EXIT_CODES_HELP = """exit codes:
   0  success
@@ -115,8 +116,8 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the scenario's)")
     p.add_argument("--sweep", default=None, metavar="SHAPES",
                    help="also time these shapes, separated by ';' (e.g. '1,4096; 64,4096; 4096,8192'), or "
-                   "'default' for the scenario's sweep; the run page gets a per-shape table, a scaling chart "
-                   "and a roofline")
+                   "'default' for the scenario's sweep, 'none' for no sweep (default: the config's sweep); the run "
+                   "page gets a per-shape table, a scaling chart and a roofline")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the scenario's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", default="", help="free text shown in reports (e.g. the change being measured)")
@@ -263,7 +264,6 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
         load_scenario,
         parse_dtype,
         parse_shape,
-        parse_sweep,
     )
 
     import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
@@ -295,7 +295,7 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     check_threads(args.threads)
     check_seed(args.seed)
     check_input_size(shape, dtype)
-    sweep = parse_sweep(args.sweep, scenario) if getattr(args, "sweep", None) else ()
+    sweep = _sweep_of(getattr(args, "sweep", None), config, scenario)
     for point in sweep:
         check_input_size(point, dtype)
     check_label(args.label)
@@ -304,6 +304,23 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     device = config.device if getattr(args, "device", None) is None else args.device
     return ProfileRequest(device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
                           args.threads, store, args.quiet, params, config.machine, sweep)
+
+
+def _sweep_of(flag: str | None, config: Config, scenario: Scenario) -> tuple[tuple[int, ...], ...]:
+    """The shapes to sweep: ``--sweep`` (``none`` turns the config's off), else the config's ``sweep``.
+
+    A config ``sweep = "default"`` skips scenarios that declare no default sweep (it is set for them all).
+    """
+    from reportgen.scenario import parse_sweep
+
+    if flag is not None:
+        return () if flag.strip() == "none" else parse_sweep(flag, scenario)
+    if config.sweep is None or (config.sweep.strip() == "default" and not scenario.default_sweep):
+        return ()
+    try:
+        return parse_sweep(config.sweep, scenario)
+    except ScenarioError as exc:
+        raise ConfigError(f"{config.origin('sweep')} {exc.message.removeprefix('sweep').lstrip(': ')}") from None
 
 
 def _check_at_least(flag: str, value: int | None, minimum: int) -> None:

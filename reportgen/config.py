@@ -30,7 +30,7 @@ DEVICES = ("auto", "neuron", "cuda", "cpu")
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 ENV_VARS = {"store": "REPORTGEN_STORE", "machine": "REPORTGEN_MACHINE", "device": "REPORTGEN_DEVICE"}
-KEYS = ("scenarios", "store", "site", "base_url", "device", "machine", "threshold", "baseline", "params")
+KEYS = ("scenarios", "store", "site", "base_url", "device", "machine", "threshold", "baseline", "params", "sweep")
 DEFAULT_ORIGIN = "default"
 
 
@@ -50,6 +50,8 @@ class Config:
     threshold_pct: float = 5.0
     baseline: str | None = None
     params: Mapping[str, str] = field(default_factory=dict)
+    sweep: str | None = None
+    """Shapes ``reportgen profile`` also times, as ``--sweep`` takes them (``default``, ``1,4096; 64,4096``)."""
     origins: Mapping[str, str] = field(default_factory=dict)
 
     def origin(self, key: str) -> str:
@@ -68,6 +70,7 @@ class Config:
             "threshold": f"{self.threshold_pct:g} %",
             "baseline": self.baseline or "(each scenario's own)",
             "params": ", ".join(f"{k}={v}" for k, v in sorted(self.params.items())) or "(none)",
+            "sweep": self.sweep or "(none: one shape per run)",
         }
         return [(k, shown[k], self.origin(k)) for k in KEYS]
 
@@ -168,6 +171,11 @@ def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -
         if not isinstance(raw, str) or not raw:
             raise ConfigError(f'{where}: expected a folder path as a string, e.g. "{key if key == "site" else "results"}"')
         return root / raw
+    if key == "sweep":
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
+            raise ConfigError(f'{where}: expected "default" or a list of shapes, e.g. ["1,4096", "64,4096"]')
+        return "; ".join(x.strip() for x in items)
     if key == "params":
         if not isinstance(raw, dict):
             raise ConfigError(f'{where}: expected a table of parameter defaults, e.g. params = {{ eps = "1e-5" }}')
@@ -183,6 +191,7 @@ _EXPECTED = {
     "machine": "a machine name of letters, digits, '.', '_' or '-' (e.g. \"ci-cpu\")",
     "threshold": "a positive number of percent, e.g. 5",
     "baseline": "the name of a variant, e.g. \"naive\"",
+    "sweep": "\"default\" or shapes separated by ';', e.g. \"1,4096; 64,4096\"",
 }
 
 

@@ -225,9 +225,7 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
 def _with_compute_roof(peak: DevicePeak, backend: Backend, dtype: str) -> DevicePeak:
     """``peak`` with the device's compute roof for ``dtype`` (measured or vendor), where it has one."""
     flops, source = backend.compute_peak(dtype)
-    if flops is None:
-        return peak
-    return dataclasses.replace(peak, flops_per_s=flops, flops_source=source)
+    return dataclasses.replace(peak, flops_per_s=flops if flops is not None else peak.flops_per_s, flops_source=source)
 
 
 def _measure_sweep(request: ProfileRequest, backend: Backend, progress: ProgressPrinter) -> tuple[SweepPoint, ...]:

@@ -224,3 +224,70 @@ def test_real_sweep_page_and_report_hold_the_table_and_both_charts(real_sweep: t
         assert data.startswith(b"\x89PNG") and len(data) > 5000
     weight = sum(f.stat().st_size for f in page_dir.iterdir() if f.is_file())
     assert weight < 300_000, weight  # page, report and charts (the traces under data/ are downloads)
+
+
+# ---------------------------------------------------------------------------------------------
+# The config's sweep
+
+
+def _profile_args(sweep: str | None):  # type: ignore[no-untyped-def]
+    import argparse
+
+    return argparse.Namespace(scenario="rmsnorm", shape="2,64", dtype=None, seed=0, label="", variants=None,
+                              samples=None, warmup=None, threads=None, quiet=True, device="cpu", sweep=sweep)
+
+
+def test_the_config_sweep_applies_and_the_flag_overrides_it(tmp_path: Path) -> None:
+    from reportgen.cli import profile_request
+    from reportgen.config import load_config
+
+    (tmp_path / "reportgen.toml").write_text('sweep = ["1,128", "4x128"]\n')
+    config = load_config(cwd=tmp_path)
+    assert config.sweep == "1,128; 4x128" and config.origin("sweep").endswith("reportgen.toml: sweep")
+    assert ("sweep", "1,128; 4x128", config.origin("sweep")) in config.describe()
+    store = tmp_path / "results"
+    assert profile_request(_profile_args(None), store, config).sweep == ((1, 128), (4, 128))
+    assert profile_request(_profile_args("8,64"), store, config).sweep == ((8, 64),)
+    assert profile_request(_profile_args("none"), store, config).sweep == ()
+
+
+def test_a_bad_config_sweep_names_the_file_and_key(tmp_path: Path) -> None:
+    from reportgen.cli import profile_request
+    from reportgen.config import load_config
+    from reportgen.errors import ConfigError
+
+    (tmp_path / "reportgen.toml").write_text("sweep = 7\n")
+    with pytest.raises(ConfigError, match=r"reportgen.toml: sweep: expected \"default\" or a list of shapes"):
+        load_config(cwd=tmp_path)
+    (tmp_path / "reportgen.toml").write_text('sweep = "1,x"\n')
+    config = load_config(cwd=tmp_path)
+    with pytest.raises(ConfigError) as info:
+        profile_request(_profile_args(None), tmp_path / "results", config)
+    assert str(info.value).endswith("reportgen.toml: sweep shape '1,x': expected comma-separated positive integers, "
+                                    "e.g. 4,2048,4096")
+
+
+def test_a_config_default_sweep_skips_a_scenario_without_one(tmp_path: Path) -> None:
+    from reportgen.cli import _sweep_of
+    from reportgen.config import load_config
+
+    (tmp_path / "reportgen.toml").write_text('sweep = "default"\n')
+    config = load_config(cwd=tmp_path)
+    sc = load_scenario("rmsnorm")
+    assert _sweep_of(None, config, sc) == sc.default_sweep
+    assert _sweep_of(None, config, dataclasses.replace(sc, default_sweep=())) == ()
+    with pytest.raises(ScenarioError, match="no default sweep"):
+        _sweep_of("default", config, dataclasses.replace(sc, default_sweep=()))
+
+
+def test_vendor_compute_roofs_come_from_the_documented_figures_only() -> None:
+    from reportgen.devices.cuda import vendor_compute_roof
+    from reportgen.neuron.hardware import core_compute_roof
+
+    flops, source = core_compute_roof("trn2.48xlarge", "2", "bfloat16")
+    assert flops == pytest.approx(667e12 / 8 * 2) and source.startswith("vendor: 667 TFLOPS dense bfloat16")
+    assert core_compute_roof("trn1n.32xlarge", None, "float32")[0] == pytest.approx(47.5e12 / 2)
+    assert core_compute_roof("trn2.48xlarge", "2", "float16")[0] is None  # the documents list no float16 figure
+    assert core_compute_roof(None, None, "bfloat16") == (None, "compute roof: none (instance type unknown)")
+    assert vendor_compute_roof("NVIDIA H200", "bfloat16") == (990e12, "vendor: H200 990 TFLOPS dense bfloat16")
+    assert vendor_compute_roof("NVIDIA A10G", "float32")[0] is None

@@ -68,6 +68,9 @@ class CudaBackend(Backend):
         bw, how = measure_copy_bandwidth(torch, self.torch_device(), self.synchronize, COPY_BENCH_BYTES)
         return DevicePeak(bw, None, how)
 
+    def compute_peak(self, dtype: str) -> tuple[float | None, str]:
+        return vendor_compute_roof(self.device_name(), dtype)
+
     def environment_extras(self) -> dict[str, str | None]:
         import torch
 
@@ -102,3 +105,18 @@ DEVICE = Device(
     auto_rank=20,
     extras_from_trace=_extras_from_trace,
 )
+
+
+VENDOR_DENSE_TFLOPS: dict[str, dict[str, float]] = {
+    "H200": {"bfloat16": 990.0, "float32": 67.0},
+}
+"""Dense TFLOP/s per dtype of the GPUs with a documented figure (``../shared/design/trainium-profiling-facts.md``)."""
+
+
+def vendor_compute_roof(device_name: str, dtype: str) -> tuple[float | None, str]:
+    """The vendor's dense FLOP/s for ``dtype`` on a GPU whose name holds a known model; (None, why) otherwise."""
+    model = next((m for m in VENDOR_DENSE_TFLOPS if m in device_name.upper()), None)
+    if model is None or dtype not in VENDOR_DENSE_TFLOPS[model]:
+        return None, f"compute roof: none (no vendor {dtype} figure recorded for {device_name})"
+    tflops = VENDOR_DENSE_TFLOPS[model][dtype]
+    return tflops * 1e12, f"vendor: {model} {tflops:g} TFLOPS dense {dtype}"

@@ -116,6 +116,10 @@ class NeuronBackend(Backend):
         ceiling = hardware.core_ceiling(ls.instance_type, lnc)
         return DevicePeak(ceiling.bandwidth_bytes_per_s, None, ceiling.denominator)
 
+    def compute_peak(self, dtype: str) -> tuple[float | None, str]:
+        ls = self.neuron_ls()
+        return hardware.core_compute_roof(ls.instance_type, ls.lnc or os.environ.get(hardware.LNC_ENV), dtype)
+
     def profile_session(self, out_dir: Path) -> contextlib.AbstractContextManager[dict[str, Any]]:
         return _neuron_session(out_dir)
 

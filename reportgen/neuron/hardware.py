@@ -30,12 +30,13 @@ class Chip:
     hbm_stacks: int | None  # None: the documents give no stack count
     bandwidth_text: str  # the figure as the SDK writes it
     targeted_by_torchneuron: bool
+    dense_tflops: dict[str, float] | None = None  # per dtype, the whole chip (SDK neuron-hardware pages)
 
 
 CHIPS: dict[str, Chip] = {
-    "trn1": Chip("Trainium", 2, 820 * 1024**3, None, "820 GiB/s", False),
-    "trn2": Chip("Trainium2", 8, 2.9e12, 4, "2.9 TB/s", True),
-    "trn3": Chip("Trainium3", 8, 4.9e12, None, "4.9 TB/s", True),
+    "trn1": Chip("Trainium", 2, 820 * 1024**3, None, "820 GiB/s", False, {"bfloat16": 190.0, "float32": 47.5}),
+    "trn2": Chip("Trainium2", 8, 2.9e12, 4, "2.9 TB/s", True, {"bfloat16": 667.0, "float32": 181.0}),
+    "trn3": Chip("Trainium3", 8, 4.9e12, None, "4.9 TB/s", True, {"bfloat16": 671.0, "float32": 183.0}),
 }
 _FAMILY = re.compile(r"^(trn\d+)[a-z]*$")
 
@@ -79,6 +80,24 @@ def core_ceiling(instance_type: str | None, lnc: str | None) -> Ceiling:
                    f"{chip.bandwidth_text}, vendor figure; the documents give no per-core or per-stack figure, so "
                    "one NeuronCore's share is lower and the fraction of peak is an underestimate"
                    + ("" if chip.targeted_by_torchneuron else "; TorchNeuron targets Trn2/Trn3, not this chip"))
+
+
+def core_compute_roof(instance_type: str | None, lnc: str | None, dtype: str) -> tuple[float | None, str]:
+    """The vendor's dense FLOP/s for ``dtype``, shared out to the profiled (logical) NeuronCore, and how.
+
+    The SDK gives chip figures only: one logical core gets ``chip / physical cores × LNC`` (derived). No
+    figure for a dtype the documents do not list (float16), or for an unknown instance.
+    """
+    found = chip_for_instance(instance_type or "")
+    if found is None or not found[1].dense_tflops or dtype not in found[1].dense_tflops:
+        why = "instance type unknown" if found is None else f"no documented {dtype} figure for {found[1].name}"
+        return None, f"compute roof: none ({why})"
+    chip = found[1]
+    share = int(lnc) if lnc and lnc.isdigit() and int(lnc) > 0 else 1
+    tflops = chip.dense_tflops[dtype]  # type: ignore[index]
+    per_core = tflops * 1e12 / chip.physical_cores * share
+    return per_core, (f"vendor: {tflops:g} TFLOPS dense {dtype} per {chip.name} chip / {chip.physical_cores} "
+                      f"physical cores × {share} (LNC={lnc or 'not reported, 1 assumed'}), derived")
 
 
 @dataclass(frozen=True)

@@ -134,11 +134,11 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         warmed = _warm_up(backend, fn, args, settings.warmup)
         if warmed > settings.warmup:
             progress(f"{variant.name}: timings settled after {warmed} warm-up calls")
-        calls = settings.calls_per_sample or _calibrate(backend, fn, args, settings.min_sample_us)
-        if variant.inplace:
-            calls = min(calls, INPLACE_MAX_CALLS_PER_SAMPLE)
+        calls = calls_per_sample(backend, fn, args, settings.calls_per_sample, settings.min_sample_us, variant.inplace)
+        flush = backend.cache_flush_bytes()
         progress(f"{variant.name}: timing {settings.samples} samples x {calls} call(s)"
-                 + (" (fresh inputs per call, cloned outside the timing)" if variant.inplace else ""))
+                 + (" (fresh inputs per call, cloned outside the timing)" if variant.inplace else "")
+                 + (f" (cache flushed before each call: {flush // 2**20} MiB written)" if flush else ""))
         samples = _samples(backend, fn, args, settings.samples, calls)
         progress(f"{variant.name}: profiling ({settings.profile_active} active steps)")
         capture = _profile(backend, fn, args, settings, work_dir)
@@ -215,8 +215,12 @@ def _calibrate(backend: Backend, fn: Callable[..., Any], args: CallArgs, min_sam
 def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, calls: int) -> list[float]:
     """``n`` per-call times in µs, each the mean over ``calls`` back-to-back calls between syncs.
 
-    An in-place variant's fresh inputs for a sample are cloned before its clock starts.
+    An in-place variant's fresh inputs for a sample are cloned before its clock starts. On a device
+    that flushes its cache (``Backend.cache_flush_bytes``) every sample is one call after a flush,
+    the flush outside the clock.
     """
+    if backend.cache_flush_bytes():
+        return _flushed_samples(backend, fn, args, n)
     out: list[float] = []
     for _ in range(n):
         batch = args.batch(calls)
@@ -227,6 +231,24 @@ def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, c
         backend.synchronize()
         out.append((time.perf_counter_ns() - t0) / 1000.0 / calls)
     return out
+
+
+def _flushed_samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int) -> list[float]:
+    """``n`` single-call times in µs, the cache flushed before each (outside the timing)."""
+    out: list[float] = []
+    for call_args in args.batch(n):
+        backend.flush_cache()
+        out.append(backend.time_one_call(fn, call_args))
+    return out
+
+
+def calls_per_sample(backend: Backend, fn: Callable[..., Any], args: CallArgs, requested: int | None,
+                     min_sample_us: float, inplace: bool) -> int:
+    """Calls per timing sample: 1 where the cache is flushed per call, else as requested or calibrated."""
+    if backend.cache_flush_bytes():
+        return 1
+    calls = requested or _calibrate(backend, fn, args, min_sample_us)
+    return min(calls, INPLACE_MAX_CALLS_PER_SAMPLE) if inplace else calls
 
 
 def check_correctness(out: Any, reference: Any, tol: Tolerance) -> Correctness:

@@ -20,14 +20,13 @@ from typing import Any
 from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.measure import (
-    INPLACE_MAX_CALLS_PER_SAMPLE,
     CallArgs,
     Progress,
-    _calibrate,
     _one_line,
     _samples,
     _timed_call,
     _warm_up,
+    calls_per_sample,
     check_correctness,
     clone_args,
 )
@@ -119,7 +118,8 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
                                     None if passed else "wrong result at this shape")
     del args, reference
     ordered = tuple(results[v.name] for v, _ in plan.variants)
-    return dataclasses.replace(point, samples=ordered, rounds=plan.rounds if ready else 0)
+    return dataclasses.replace(point, samples=ordered, rounds=plan.rounds if ready else 0,
+                               cache_flush_bytes=backend.cache_flush_bytes())
 
 
 Prepared = tuple[CallArgs, Callable[..., Any], int, bool]
@@ -138,9 +138,7 @@ def _prepare(backend: Backend, variant: Variant, fn: Callable[..., Any], args: t
         del out
         with torch.no_grad():
             _warm_up(backend, fn, call_args, plan.warmup, budget_s=SWEEP_WARMUP_BUDGET_S)
-            calls = _calibrate(backend, fn, call_args, SWEEP_MIN_SAMPLE_US)
-        if variant.inplace:
-            calls = min(calls, INPLACE_MAX_CALLS_PER_SAMPLE)
+            calls = calls_per_sample(backend, fn, call_args, None, SWEEP_MIN_SAMPLE_US, variant.inplace)
     except DeviceUnavailable:
         raise
     except (Exception, SystemExit) as exc:

@@ -262,6 +262,8 @@ class MeasureSettings:
     profile_wait: int
     profile_warmup: int
     profile_active: int
+    cache_flush_bytes: int = 0
+    """Bytes written to flush the device cache before each timed call (CUDA: the L2); 0: no flush."""
 
 
 @dataclass(frozen=True)
@@ -315,6 +317,8 @@ class SweepPoint:
     samples: tuple[SweepSample, ...] = ()
     rounds: int = 0
     """Interleaved rounds the samples were taken in (each round: a block of samples of every variant)."""
+    cache_flush_bytes: int = 0
+    """Bytes written to flush the device cache before each timed call (one call per sample then); 0: none."""
     error: str | None = None
     """Why the point has no samples (out of memory, make_inputs failed ...); the other points went on."""
 

@@ -259,7 +259,7 @@ def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: dat
         variants=tuple(o.result for o in outcomes),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=s.samples, calls_per_sample=s.calls_per_sample or 0,
                                  profile_wait=s.profile_wait, profile_warmup=s.profile_warmup,
-                                 profile_active=s.profile_active),
+                                 profile_active=s.profile_active, cache_flush_bytes=backend.cache_flush_bytes()),
     )
 
 

@@ -291,3 +291,56 @@ def test_vendor_compute_roofs_come_from_the_documented_figures_only() -> None:
     assert core_compute_roof(None, None, "bfloat16") == (None, "compute roof: none (instance type unknown)")
     assert vendor_compute_roof("NVIDIA H200", "bfloat16") == (990e12, "vendor: H200 990 TFLOPS dense bfloat16")
     assert vendor_compute_roof("NVIDIA A10G", "float32")[0] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Cache flushing between timed calls (CUDA's L2), tested with a CPU stand-in that records the order
+
+
+class _FlushingCpu:
+    """A CPU backend that declares a cache flush: records flushes and timed calls in order."""
+
+    def __new__(cls):  # type: ignore[no-untyped-def]
+        from reportgen.devices.cpu import CpuBackend
+
+        class Flushing(CpuBackend):
+            events: list[str]
+
+            def cache_flush_bytes(self) -> int:
+                return 64 * 1024 * 1024
+
+            def flush_cache(self) -> None:
+                self.events.append("flush")
+
+            def time_one_call(self, fn, args):  # type: ignore[no-untyped-def]
+                self.events.append("call")
+                fn(*args)
+                return 7.0
+
+        backend = Flushing()
+        backend.events = []
+        return backend
+
+
+def test_a_flushing_device_times_one_call_per_sample_each_after_a_flush() -> None:
+    import torch
+
+    from reportgen.measure import CallArgs, _samples, calls_per_sample
+    from reportgen.measure_sweep import SweepPlan, measure_point
+
+    backend = _FlushingCpu()
+    calls: list[int] = []
+    args = CallArgs((torch.ones(4),))
+    assert calls_per_sample(backend, lambda x: calls.append(1), args, 50, 2000.0, False) == 1
+    assert _samples(backend, lambda x: calls.append(1), args, 5, 1) == [7.0] * 5
+    assert backend.events == ["flush", "call"] * 5 and len(calls) == 5
+
+    sc = load_scenario("rmsnorm")
+    plan = SweepPlan(sc, tuple((v, v.fn) for v in sc.variants if not v.compile), "float32", 0, {}, warmup=1, rounds=2,
+                     samples_per_round=3)
+    backend.events.clear()
+    point = measure_point(backend, plan, (2, 64), lambda _m: None)
+    assert point.cache_flush_bytes == 64 * 1024 * 1024 and point.rounds == 2
+    assert [(s.variant, s.samples_us, s.calls_per_sample) for s in point.samples] == [
+        ("naive", (7.0,) * 6, 1), ("fused", (7.0,) * 6, 1)]
+    assert backend.events == ["flush", "call"] * 12  # 2 rounds x 3 samples x 2 variants, each right after a flush

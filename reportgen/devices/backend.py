@@ -64,6 +64,27 @@ class Backend(abc.ABC):
     def measure_peak(self) -> DevicePeak:
         """Roofline ceiling for this device (measured or vendor figure, with its source)."""
 
+    def cache_flush_bytes(self) -> int:
+        """Bytes written to flush the device's last-level cache before each timed call; 0: no flush (default).
+
+        A device that flushes is timed one call per sample: ``flush_cache()`` outside the clock, then
+        ``time_one_call``, so a call never finds its inputs in a cache the previous call warmed."""
+        return 0
+
+    def flush_cache(self) -> None:
+        """Evict the last-level cache (write ``cache_flush_bytes()`` bytes); default: nothing to flush."""
+        return None
+
+    def time_one_call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> float:
+        """One call's time in µs between synchronizations (a device with its own timer overrides this)."""
+        import time
+
+        self.synchronize()
+        t0 = time.perf_counter_ns()
+        fn(*args)
+        self.synchronize()
+        return (time.perf_counter_ns() - t0) / 1000.0
+
     def compute_peak(self, dtype: str) -> tuple[float | None, str]:
         """The compute roof for ``dtype`` in FLOP/s and its source (``measured: ...``, ``vendor: ...``).
 

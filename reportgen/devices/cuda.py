@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from reportgen.trace import Trace
 
 COPY_BENCH_BYTES = 2 * 1024 * 1024 * 1024
+FLUSH_MIN_BYTES = 256 * 1024 * 1024
+"""At least this much is written to flush the L2 (Triton's do_bench writes 256 MB); twice the L2 when larger."""
 
 
 class CudaBackend(Backend):
@@ -70,6 +72,32 @@ class CudaBackend(Backend):
 
     def compute_peak(self, dtype: str) -> tuple[float | None, str]:
         return vendor_compute_roof(self.device_name(), dtype)
+
+    _flush_buffer: Any = None
+
+    def cache_flush_bytes(self) -> int:
+        import torch
+
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
+        return max(FLUSH_MIN_BYTES, 2 * l2)
+
+    def flush_cache(self) -> None:
+        import torch
+
+        if self._flush_buffer is None:
+            self._flush_buffer = torch.empty(self.cache_flush_bytes() // 4, dtype=torch.int32, device="cuda")
+        self._flush_buffer.zero_()
+
+    def time_one_call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> float:
+        """CUDA events around the call: device time of the call, without the host's launch and sync overhead."""
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*args)
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) * 1000.0
 
     def environment_extras(self) -> dict[str, str | None]:
         import torch

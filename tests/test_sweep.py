@@ -94,8 +94,8 @@ def _samples(median_us: float, n: int = 13) -> tuple[float, ...]:
 def _point(shape: tuple[int, ...], times: dict[str, float], error: str | None = None) -> SweepPoint:
     rows, hidden = shape
     samples = tuple(SweepSample(n, VariantStatus.OK, _samples(t), 1, True) for n, t in times.items())
-    return SweepPoint(shape, (2 * rows * hidden + hidden) * 4, 4 * rows * hidden, () if error else samples,
-                      0 if error else 4, error)
+    return SweepPoint(shape, (2 * rows * hidden + hidden) * 4, 4 * rows * hidden, samples=() if error else samples,
+                      rounds=0 if error else 4, error=error)
 
 
 def _sweep_run(points: tuple[SweepPoint, ...]):  # type: ignore[no-untyped-def]

@@ -40,6 +40,7 @@ from reportgen.ab.drift import (
     compare_after_the_fact,
     minutes_apart,
     not_interleaved_note,
+    widen_by_sd,
 )
 from reportgen.ab.pairstats import MIN_ROUNDS_FOR_INTERVAL, median_interval
 from reportgen.bundle import load_run, load_store_tolerant, resolve_run_dir
@@ -231,6 +232,23 @@ class VersionDifference:
 
 
 @dataclass(frozen=True)
+class ShapeChange:
+    """One variant at one shape both runs swept: head/base of the medians, as a change in percent.
+
+    The interval is the bootstrap interval of the ratio, widened by the variant's drift between runs when
+    the store measured it (``drift_included``); otherwise it covers the samples within the runs only."""
+
+    shape: str
+    variant: str
+    base_median_us: float
+    head_median_us: float
+    change_pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+    drift_included: bool
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything the comment and the JSON say, computed from two runs and a threshold."""
 
@@ -246,6 +264,8 @@ class Comparison:
     minutes_apart: float = 0.0
     drift_note: str = ""
     """One sentence on how the runs were measured and what the intervals cover (never empty from compare_runs)."""
+    shapes: tuple[ShapeChange, ...] = ()
+    """Per shape of the sweeps both runs hold: informational, not part of the verdict."""
 
     @property
     def drift_unknown(self) -> tuple[VariantChange, ...]:
@@ -314,7 +334,32 @@ def compare_runs(base: Run, head: Run, threshold_pct: float, history: Sequence[R
         pairing=pairing,
         minutes_apart=minutes,
         drift_note=drift_note(pairing, minutes, changes, base.ab.pair_id if base.ab else None),
+        shapes=shape_changes(base, head, changes),
     )
+
+
+def shape_changes(base: Run, head: Run, changes: Sequence[VariantChange]) -> tuple[ShapeChange, ...]:
+    """Every variant at every shape both sweeps measured without error, in head's order."""
+    base_points = {p.shape: p for p in base.sweep if p.error is None}
+    drift = {v.name: v.drift_pct for v in changes}
+    out = []
+    for point in head.sweep:
+        before = base_points.get(point.shape)
+        if point.error is not None or before is None:
+            continue
+        for h in point.samples:
+            b = next((s for s in before.samples if s.variant == h.variant), None)
+            if b is None or VariantStatus.FAILED in (b.status, h.status):
+                continue
+            r = ratio_of_medians(h.samples_us, b.samples_us)
+            if r is None or not r.ci_low > 0:
+                continue
+            sd = drift.get(h.variant)
+            lo, hi = widen_by_sd(r.value, r.ci_low, r.ci_high, sd / 100) if sd is not None else (r.ci_low, r.ci_high)
+            out.append(ShapeChange(",".join(str(d) for d in point.shape), h.variant, median(b.samples_us) or 0.0,
+                                   median(h.samples_us) or 0.0, (r.value - 1) * 100, (lo - 1) * 100,
+                                   (hi - 1) * 100, sd is not None))
+    return tuple(out)
 
 
 def is_ab_pair(base: Run, head: Run) -> bool:
@@ -576,11 +621,13 @@ class _Cut:
 
     rows: int
     sections: int
+    shapes: int = 0
 
 
 def render_markdown(comparison: Comparison, site_url: str | None = None,
                     limit_chars: int = MAX_COMMENT_CHARS) -> str:
-    """The PR comment, shrunk to ``limit_chars``: op-diff sections go first, then variant rows; never the verdict."""
+    """The PR comment, shrunk to ``limit_chars``: op-diff sections go first, then per-shape rows, then variant rows;
+    never the verdict."""
     template = md_env().get_template(TEMPLATE)
     links = _links(comparison, site_url)
 
@@ -589,6 +636,8 @@ def render_markdown(comparison: Comparison, site_url: str | None = None,
                                omitted_rows=len(comparison.variants) - cut.rows,
                                sections=comparison.op_diffs[: cut.sections],
                                omitted_sections=len(comparison.op_diffs) - cut.sections,
+                               shapes=comparison.shapes[: cut.shapes],
+                               omitted_shapes=len(comparison.shapes) - cut.shapes,
                                marker=MARKER, version=__version__, max_listed=MAX_LISTED,
                                max_named=MAX_NAMED_IN_VERDICT, Outcome=Outcome, Verdict=Verdict,
                                Pairing=Pairing)
@@ -596,10 +645,11 @@ def render_markdown(comparison: Comparison, site_url: str | None = None,
     def fits(cut: _Cut) -> bool:
         return comment_length(render(cut)) <= limit_chars
 
-    n_rows, n_sections = len(comparison.variants), len(comparison.op_diffs)
+    n_rows, n_sections, n_shapes = len(comparison.variants), len(comparison.op_diffs), len(comparison.shapes)
     rows = _largest(lambda k: fits(_Cut(k, 0)), n_rows)
-    sections = _largest(lambda k: fits(_Cut(rows, k)), n_sections) if rows == n_rows else 0
-    return render(_Cut(rows, sections))
+    shapes = _largest(lambda k: fits(_Cut(rows, 0, k)), n_shapes) if rows == n_rows else 0
+    sections = _largest(lambda k: fits(_Cut(rows, k, shapes)), n_sections) if shapes == n_shapes else 0
+    return render(_Cut(rows, sections, shapes))
 
 
 def _largest(ok: Callable[[int], bool], upper: int) -> int:

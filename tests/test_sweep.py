@@ -344,3 +344,54 @@ def test_a_flushing_device_times_one_call_per_sample_each_after_a_flush() -> Non
     assert [(s.variant, s.samples_us, s.calls_per_sample) for s in point.samples] == [
         ("naive", (7.0,) * 6, 1), ("fused", (7.0,) * 6, 1)]
     assert backend.events == ["flush", "call"] * 12  # 2 rounds x 3 samples x 2 variants, each right after a flush
+
+
+# ---------------------------------------------------------------------------------------------
+# compare per shape
+
+
+def _swept(run_id: str, created: str, times: dict[tuple[int, int], dict[str, float]]):  # type: ignore[no-untyped-def]
+    run = synthetic_run(run_id=run_id, created_utc=created)
+    return dataclasses.replace(run, peak=PEAK, sweep=tuple(_point(shape, t) for shape, t in times.items()))
+
+
+def test_compare_reports_each_shared_shape_outside_the_verdict() -> None:
+    from reportgen.compare import render_markdown
+
+    base = _swept("20261130T000000Z-cpu-base-aaaaaa", "2026-11-30T00:00:00Z",
+                  {(1, 4096): {"naive": 10.0, "fused": 5.0}, (64, 4096): {"naive": 100.0, "fused": 50.0}})
+    head = _swept("20261130T001000Z-cpu-head-bbbbbb", "2026-11-30T00:10:00Z",
+                  {(1, 4096): {"naive": 10.0, "fused": 7.5}, (8, 4096): {"naive": 20.0, "fused": 9.0},
+                   (64, 4096): {"naive": 100.0, "fused": 50.0}})
+    from reportgen.compare import compare_runs
+
+    c = compare_runs(base, head, 5.0)
+    assert [(s.shape, s.variant) for s in c.shapes] == [("1,4096", "naive"), ("1,4096", "fused"),
+                                                        ("64,4096", "naive"), ("64,4096", "fused")]
+    fused_small = c.shapes[1]
+    assert (fused_small.base_median_us, fused_small.head_median_us) == (pytest.approx(5.0), pytest.approx(7.5))
+    assert fused_small.change_pct == pytest.approx(50.0) and fused_small.ci_low_pct > 40
+    assert not fused_small.drift_included  # no history: within-run interval, said so
+    assert c.verdict.value != "regression"  # the shapes do not gate
+    md = render_markdown(c)
+    assert "Per shape: 4 variant × shape pairs" in md and "| 1,4096 | fused |" in md.replace("\\,", ",")
+    assert "drift between runs unknown" in md
+    short = render_markdown(c, limit_chars=len(md) - 200)
+    assert "more shape rows not shown" in short and short.splitlines()[1] == md.splitlines()[1]
+
+
+def test_compare_per_shape_intervals_are_widened_by_a_measured_drift() -> None:
+    from reportgen.compare import compare_runs
+
+    history = [_swept(f"20261129T00{i:02d}00Z-cpu-h-{i:06d}", f"2026-11-29T00:{i:02d}:00Z",
+                      {(1, 4096): {"naive": 10.0}}) for i in range(5)]
+    history = [dataclasses.replace(r, variants=tuple(dataclasses.replace(v, samples_us=tuple(x * (1 + 0.05 * (-1) ** i)
+                                                                                             for x in v.samples_us))
+                                                     for v in r.variants)) for i, r in enumerate(history)]
+    base = _swept("20261130T000000Z-cpu-base-aaaaaa", "2026-11-30T00:00:00Z", {(1, 4096): {"naive": 10.0}})
+    head = _swept("20261130T001000Z-cpu-head-bbbbbb", "2026-11-30T00:10:00Z", {(1, 4096): {"naive": 11.0}})
+    narrow = compare_runs(base, head, 5.0).shapes[0]
+    wide = compare_runs(base, head, 5.0, history=[*history, base]).shapes[0]
+    assert wide.drift_included and not narrow.drift_included
+    assert wide.change_pct == pytest.approx(narrow.change_pct)
+    assert wide.ci_low_pct < narrow.ci_low_pct - 5 and wide.ci_high_pct > narrow.ci_high_pct + 5

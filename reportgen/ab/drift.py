@@ -103,13 +103,19 @@ def widen_for_drift(ratio: float, ci_low: float, ci_high: float, history_ratios:
                              f"{note}; the drift between runs is unknown (fewer than {MIN_HISTORY_RATIOS + 1} earlier "
                              "runs of this machine, scenario and parameters), so the interval covers only the "
                              "samples within each run")
-    extra = Z_95 * sd
-    lo = math.sqrt(math.log(ratio / ci_low) ** 2 + extra**2)
-    hi = math.sqrt(math.log(ci_high / ratio) ** 2 + extra**2)
-    return DriftInterval(ratio, ratio * math.exp(-lo), ratio * math.exp(hi), ci_low, ci_high, sd * 100.0,
+    low, high = widen_by_sd(ratio, ci_low, ci_high, sd)
+    return DriftInterval(ratio, low, high, ci_low, ci_high, sd * 100.0,
                          len(history_ratios), minutes,
                          f"{note}; interval widened by the drift between {len(history_ratios) + 1} earlier runs "
                          f"(sd {sd * 100:.1f} % per run)")
+
+
+def widen_by_sd(ratio: float, ci_low: float, ci_high: float, sd: float) -> tuple[float, float]:
+    """The interval ``(ci_low, ci_high)`` around ``ratio`` widened, in log space, by a drift of ``sd`` (log units)."""
+    extra = Z_95 * sd
+    lo = math.sqrt(math.log(ratio / ci_low) ** 2 + extra**2)
+    hi = math.sqrt(math.log(ci_high / ratio) ** 2 + extra**2)
+    return ratio * math.exp(-lo), ratio * math.exp(hi)
 
 
 def compare_after_the_fact(runs: Sequence[Run], base: Run, head: Run, variant: str, ratio: float, ci_low: float,

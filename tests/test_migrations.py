@@ -59,6 +59,7 @@ def test_stored_v1_bundle_loads_as_the_current_schema() -> None:
     old = _v1_data()
     stored.pop("sweep")  # schema 3's field, empty for every older bundle
     stored["peak"] = {k: v for k, v in stored["peak"].items() if k not in ("bandwidth_curve", "cache_levels", "flops_source")}
+    assert stored["settings"].pop("cache_flush_bytes") == 0
     assert _drop_nones_absent_from(stored, old) == {**old, "schema_version": 3, "environment": V1_ENVIRONMENT_V2}
 
 
@@ -115,3 +116,23 @@ def test_v2_bundle_gains_only_its_version_and_loads_without_a_sweep() -> None:
     assert migrations.upgrade(copy.deepcopy(v2), "run.json") == {**v2, "schema_version": 3}
     run = parse_run_json(json.dumps(v2), "run.json")
     assert run.sweep == () and run.peak.bandwidth_curve == () and run.peak.flops_source == ""
+
+
+V2_ID = "20261201T215310Z-cpu-v2-fixture-85ba29"
+V2_BUNDLE = ROOT / "tests" / "data" / "bundles" / "v2" / V2_ID
+
+
+def test_stored_v2_bundle_loads_without_a_sweep_and_builds(tmp_path: Path) -> None:
+    raw = json.loads((V2_BUNDLE / "run.json").read_text(encoding="utf-8"))
+    assert raw["schema_version"] == 2 and "sweep" not in raw  # the fixture is what it claims to be
+    run = load_run(V2_BUNDLE)
+    assert run.schema_version == SCHEMA_VERSION and run.sweep == () and run.peak.bandwidth_curve == ()
+    assert [v.name for v in run.variants] == ["naive", "fused"] and run.settings.cache_flush_bytes == 0
+    stored = json.loads(run_to_json(run))
+    assert {k: v for k, v in stored.items() if k not in ("schema_version", "sweep", "peak", "settings")} == {
+        k: v for k, v in raw.items() if k not in ("schema_version", "peak", "settings")}
+    store = tmp_path / "store"
+    shutil.copytree(V2_BUNDLE, store / V2_ID)
+    assert main(["build", "--runs", str(store), "--out", str(tmp_path / "site")]) == 0
+    page = (tmp_path / "site" / "runs" / V2_ID / "index.html").read_text(encoding="utf-8")
+    assert "v2-fixture" in page and 'id="sweep"' not in page

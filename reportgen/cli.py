@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from reportgen.profile import ProfileRequest
     from reportgen.scenario import Scenario
 
+DEFAULT_SCENARIO = "rmsnorm"
+"""What ``reportgen profile`` runs when neither --scenario nor the config names a scenario."""
 EXIT_CODES_HELP = """exit codes:
   0  success
   1  compare --fail-on-regression: a variant is significantly slower
@@ -154,6 +156,9 @@ def _add_rm(sub: argparse._SubParsersAction) -> None:
 def _add_scenarios(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("scenarios", help="list the scenarios found, with their variants and parameters",
                        description="List the config's scenarios and the built-in ones (loading each: needs torch).")
+    p.add_argument("--names", action="store_true",
+                   help="only the names 'reportgen profile' runs without --scenario (the config's scenarios, else "
+                   "rmsnorm), one per line, without loading them")
     p.set_defaults(func=_cmd_scenarios)
 
 
@@ -335,7 +340,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     args.param_values = parse_param_flags(args.param)
     config = _config(args, store=args.store, device=args.device, machine=args.machine, baseline=args.baseline,
                      params=args.param_values or None)
-    refs = args.scenario or _config_scenario_names(config) or ["rmsnorm"]
+    refs = args.scenario or _config_scenario_names(config) or [DEFAULT_SCENARIO]
     requests = [profile_request(args, config.store, config, ref) for ref in refs]  # all checked first
     codes = [run_profile(request) for request in requests]
     return max(codes)
@@ -363,7 +368,15 @@ def _cmd_rm(args: argparse.Namespace) -> int:
 def _cmd_scenarios(args: argparse.Namespace) -> int:
     from reportgen.scenario_list import print_scenarios
 
-    return print_scenarios(_config(args))
+    config = _config(args)
+    if args.names:
+        from reportgen.config import printable
+        from reportgen.scenario import scenario_files
+
+        for name in list(scenario_files(config.scenarios)) or [DEFAULT_SCENARIO]:
+            print(printable(name))
+        return ExitCode.OK
+    return print_scenarios(config)
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
@@ -443,8 +456,10 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
                        "PR comment.", epilog=AB_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--base", required=True, help="the base checkout's folder")
     p.add_argument("--head", required=True, help="the head checkout's folder")
-    p.add_argument("--scenario", default="rmsnorm", help="name in each checkout's scenarios/ or a .py path relative to it")
-    p.add_argument("--threshold", type=float, default=5.0, help="smallest change in percent that counts (default 5)")
+    p.add_argument("--scenario", default="rmsnorm",
+                   help="a name (each checkout's config scenarios, else its scenarios/) or a .py path relative to it")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="smallest change in percent that counts (default: the config's, else 5)")
     p.add_argument("--min-rounds", type=int, default=10, help="rounds before the first verdict (even, >= 6; default 10)")
     p.add_argument("--max-seconds", type=float, default=120.0, help="time budget for the rounds (default 120)")
     p.add_argument("--samples", type=int, default=8, help="samples per variant per side per round (default 8)")
@@ -452,7 +467,8 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the base scenario's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variants", default=None, help="comma-separated subset of variants")
-    p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default="auto")
+    p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default=None,
+                   help="default: the config's, else auto")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -463,7 +479,12 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
 def _cmd_ab(args: argparse.Namespace) -> int:
     from reportgen.ab.command import run_ab_command
 
-    return run_ab_command(args, _store(args))
+    config = _config(args, store=args.store)  # the working folder's: the store and the defaults below
+    if args.threshold is None:
+        args.threshold = config.threshold_pct
+    if args.device is None:
+        args.device = config.device
+    return run_ab_command(args, config.store)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, and turn every ReportgenError into one line on stderr."""

@@ -119,6 +119,75 @@ def test_a_side_that_fails_to_import_is_named_and_exits_3(tmp_path: Path) -> Non
     assert not (tmp_path / "store").exists()
 
 
+def config_checkout(root: Path, side: str, folder: str, scenario: str = TINY, pyproject: bool = False) -> None:
+    """A checkout whose config names ``<folder>/`` as its scenarios (no ``scenarios/`` folder)."""
+    (root / folder).mkdir(parents=True)
+    (root / folder / "tiny.py").write_text(scenario)
+    if pyproject:
+        (root / "pyproject.toml").write_text(f'[project]\nname = "x"\n\n[tool.reportgen]\nscenarios = ["{folder}/"]\n')
+    else:
+        (root / "reportgen.toml").write_text(f'scenarios = ["{folder}/"]\n')
+    checkout(root, side, scenario=None)
+
+
+def test_a_scenario_name_resolves_through_each_checkouts_own_config(tmp_path: Path) -> None:
+    from reportgen.ab.worker import scenario_path
+
+    base, head, plain = tmp_path / "base", tmp_path / "head", tmp_path / "plain"
+    config_checkout(base, "base", "bench")
+    config_checkout(head, "head", "perf", pyproject=True)
+    checkout(plain, "plain")
+    assert scenario_path(base, "tiny") == base / "bench" / "tiny.py"
+    assert scenario_path(head, "tiny") == head / "perf" / "tiny.py"
+    assert scenario_path(head, "other") == head / "scenarios" / "other.py"  # not in the config: scenarios/
+    assert scenario_path(plain, "tiny") == plain / "scenarios" / "tiny.py"  # no config
+    assert scenario_path(head, "bench/tiny.py") == head / "bench" / "tiny.py"  # a path: relative to the checkout
+
+
+def test_each_worker_loads_the_scenario_its_checkouts_config_names(tmp_path: Path) -> None:
+    """The base finds bench/tiny.py through its reportgen.toml, the head perf/tiny.py through its pyproject.toml
+    (which fails to import): only the head side fails, and its error names its own file."""
+    base, head = tmp_path / "base", tmp_path / "head"
+    config_checkout(base, "base", "bench")
+    config_checkout(head, "head", "perf", TINY.replace("from abpkg import SIDE", "from abpkg import GONE"), True)
+    proc = run_cli("ab", "--base", str(base), "--head", str(head), "--scenario", "tiny",
+                   "--store", str(tmp_path / "store"), "--quiet", timeout=600)
+    assert proc.returncode == 3, proc.stderr
+    assert "> The **head** side failed (import): " in proc.stdout and "**base** side failed" not in proc.stdout
+    assert proc.stderr.startswith(f"reportgen: error: the head side ({head}) failed in load: {head / 'perf' / 'tiny.py'}:")
+    assert str(head / "abpkg" / "__init__.py") in proc.stderr
+
+
+def test_a_worker_puts_its_checkout_and_its_src_folder_first_on_sys_path(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from reportgen.ab.worker import _enter_checkout
+
+    launch, root = tmp_path / "launch", tmp_path / "checkout"
+    (root / "src").mkdir(parents=True)
+    launch.mkdir()
+    monkeypatch.chdir(launch)
+    monkeypatch.setattr(sys, "path", ["", str(launch), "/site-packages", str(root / "src")])
+    _enter_checkout(root)
+    assert sys.path == [str(root), str(root / "src"), "/site-packages"] and Path.cwd() == root
+    (root / "src").rmdir()
+    monkeypatch.setattr(sys, "path", ["", "/site-packages"])
+    _enter_checkout(root)
+    assert sys.path == [str(root), "/site-packages"]
+
+
+def test_a_scenario_the_base_config_does_not_name_is_new_in_head(tmp_path: Path) -> None:
+    (tmp_path / "base" / "bench").mkdir(parents=True)
+    (tmp_path / "base" / "reportgen.toml").write_text('scenarios = ["bench/"]\n')
+    checkout(tmp_path / "base", "base", scenario=None)
+    config_checkout(tmp_path / "head", "head", "bench")
+    proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
+                   "--store", str(tmp_path / "store"))
+    assert proc.returncode == 0, proc.stderr
+    assert "reportgen A/B: scenario tiny is new in head" in proc.stdout
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

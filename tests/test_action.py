@@ -210,24 +210,47 @@ def test_push_mode_keeps_each_run_in_the_results_branch_and_builds_the_site(tmp_
     assert git(work, "worktree", "list").count("\n") == 0  # the results worktree is cleaned up
 
 
-def test_pull_request_mode_compares_comments_once_and_gates(tmp_path: Path, api: tuple[str, FakeGitHub]) -> None:
+def test_pull_request_mode_runs_ab_comments_once_and_gates(tmp_path: Path, api: tuple[str, FakeGitHub]) -> None:
+    """The head breaks the in-place fused kernel: `reportgen ab` (each side importing its own tree's package)
+    finds it OK in base and wrong in head, a correctness verdict whatever the timing: exit 1, one comment."""
     url, state = api
     remote, work = user_repo(tmp_path)
     base_sha = git(work, "rev-parse", "HEAD")
     kernels = work / "mykernels" / "__init__.py"
     kernels.write_text(kernels.read_text().replace("residual.add_(x)", "residual.add_(x).add_(1.0)"))  # a bug
     git(work, "commit", "--quiet", "-am", "head: break the fused kernel")
+    head_sha = git(work, "rev-parse", "HEAD")
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7, "base": {"sha": base_sha}}}))
     state.comments.append({"id": 5, "body": f"{MARKER}\nold", "user": {"type": "Bot"}})
-    env = action_env(tmp_path, work, GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=url, RG_THRESHOLD="50")
+    env = action_env(tmp_path, work, GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=url, RG_THRESHOLD="50",
+                     RG_AB_ARGS="--min-rounds 6 --max-seconds 2 --samples 3")
     proc = run_action("pull-request", env, work)
-    assert proc.returncode == 1, proc.stderr[-3000:]  # fused_inplace: OK in base, wrong in head
+    assert proc.returncode == 1, proc.stderr[-3000:]
     assert "::error::reportgen: a variant is significantly slower, or broken in the head" in proc.stdout
+    assert "reportgen ab: " in proc.stderr  # ab's progress lines go to the job log
     assert [m for m, _p, _a in state.requests] == ["GET", "PATCH"] and len(state.comments) == 1
     body = state.comments[0]["body"]
-    assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1
-    assert "fused\\_inplace broken (incorrect)" in body and "add\\_rmsnorm" in body
+    assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1 and "<!-- reportgen-ab -->" not in body
+    assert "### :x: reportgen A/B: regression: fused\\_inplace" in body
+    assert "| fused\\_inplace | — | — | — | — | :red_circle: broken in head: wrong result against the reference |" in body
+    assert "Scenario **add\\_rmsnorm** (shape 4\\,64, float32) on **cpu**" in body  # found through the config
+    assert f"base {base_sha[:12]} vs head {head_sha[:12]}" in body
+    assert "Threshold 50 %." in body and re.search(r"\*\*\d+ rounds\*\* in ABBA order, 3 samples per variant", body)
     comment_file = Path((tmp_path / "runner-temp" / "output").read_text().split("comment=")[1].strip())
     assert comment_file.read_text() == body
     assert git(work, "worktree", "list").count("\n") == 0  # the base worktree is removed
+
+
+def test_pull_request_mode_takes_the_scenarios_from_the_input_else_the_head_config(tmp_path: Path) -> None:
+    """pr_scenarios (the script sourced): RG_SCENARIOS word by word, else `reportgen scenarios --names` in the head."""
+    _remote, work = user_repo(tmp_path)
+    (work / "bench" / "other.py").write_text("")
+    script = f'source "{ACTION_SCRIPT}"; pr_scenarios'
+    env = action_env(tmp_path, work)
+    from_config = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert from_config.returncode == 0, from_config.stderr
+    assert from_config.stdout.splitlines() == ["add_rmsnorm", "other"]
+    given = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                           env={**env, "RG_SCENARIOS": " softmax  bench/x.py *"})
+    assert given.stdout.splitlines() == ["softmax", "bench/x.py", "*"]

@@ -154,3 +154,34 @@ def test_build_and_compare_take_their_defaults_from_the_config(tmp_path: Path, m
     assert main(["build"]) == 0
     assert (tmp_path / "public" / "index.html").is_file() and not (sub / "site").exists()
     assert '"base_url": "/proj/"' in (tmp_path / "public" / "manifest.json").read_text()
+
+
+def test_scenarios_names_lists_what_profile_runs_by_default_without_loading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["scenarios", "--names"]) == 0
+    assert capsys.readouterr().out == "rmsnorm\n"  # no config: profile's default
+    write(tmp_path / "bench" / "softer.py", "raise SystemExit('never loaded')\n")
+    write(tmp_path / "bench" / "_helpers.py", "")
+    write(tmp_path / "more.py", "")
+    write(tmp_path / "reportgen.toml", 'scenarios = ["bench/", "more.py"]\n')
+    assert main(["scenarios", "--names"]) == 0
+    assert capsys.readouterr().out == "softer\nmore\n"
+
+
+def test_ab_takes_threshold_and_device_defaults_from_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    import reportgen.ab.command
+
+    seen: list[tuple[argparse.Namespace, Path]] = []
+    monkeypatch.setattr(reportgen.ab.command, "run_ab_command", lambda args, store: seen.append((args, store)) or 0)
+    monkeypatch.chdir(tmp_path)
+    for var in ("REPORTGEN_STORE", "REPORTGEN_DEVICE"):
+        monkeypatch.delenv(var, raising=False)
+    write(tmp_path / "reportgen.toml", 'threshold = 12\ndevice = "cpu"\nstore = "st"\n')
+    assert main(["ab", "--base", ".", "--head", "."]) == 0
+    assert main(["ab", "--base", ".", "--head", ".", "--threshold", "3", "--device", "auto"]) == 0
+    (first, store), (second, _) = seen
+    assert (first.threshold, first.device, store) == (12.0, "cpu", tmp_path.resolve() / "st")
+    assert (second.threshold, second.device) == (3.0, "auto")

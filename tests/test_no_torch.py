@@ -39,3 +39,13 @@ def test_profile_without_torch_is_a_one_line_error(tmp_path: Path) -> None:
     assert proc.returncode == 5
     assert proc.stderr.startswith("reportgen: error: torch is not installed; profiling needs it: pip install torch==2.13.0")
     assert proc.stderr.count("\n") == 1
+
+
+def test_scenario_names_need_no_torch(tmp_path: Path) -> None:
+    """`reportgen scenarios --names` (what the action's pull-request mode runs) lists without loading."""
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "mine.py").write_text("import torch\n")
+    (tmp_path / "reportgen.toml").write_text('scenarios = ["bench/"]\n')
+    proc = subprocess.run([sys.executable, "-c", BLOCK_TORCH, "scenarios", "--names"], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "mine\n", "")

@@ -20,7 +20,7 @@ WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "r
 ACTION = WORKFLOW.parent.parent.parent / "action.yml"
 ACTION_SCRIPT = WORKFLOW.parent.parent.parent / "reportgen" / "ci" / "action.sh"
 EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
-SAMPLE_VALUES = {"REPORTGEN_DEVICE": "auto", "REPORTGEN_THRESHOLD": "5", "RG_THRESHOLD": "5"}
+SAMPLE_VALUES = {"REPORTGEN_DEVICE": "auto", "REPORTGEN_THRESHOLD": "5", "RG_THRESHOLD": "5", "RG_DEVICE": "cpu"}
 """Values for the workflow's shell variables whose content the CLI checks; any other becomes X."""
 
 
@@ -75,7 +75,7 @@ def test_pages_flow_uploads_and_deploys(wf: dict[Any, Any]) -> None:
     assert [s["uses"] for s in deploy["steps"]] == ["actions/deploy-pages@v4"]
 
 
-def test_pull_request_flow_profiles_both_compares_and_comments(wf: dict[Any, Any]) -> None:
+def test_pull_request_flow_runs_ab_and_comments(wf: dict[Any, Any]) -> None:
     job = wf["jobs"]["compare"]
     assert job["if"].startswith("github.event_name == 'pull_request'")
     assert job["permissions"]["pull-requests"] == "write"
@@ -83,9 +83,11 @@ def test_pull_request_flow_profiles_both_compares_and_comments(wf: dict[Any, Any
     assert checkout["with"] == {"ref": "${{ github.event.pull_request.head.sha }}", "fetch-depth": 0}
     assert local_action_step(wf, "compare")["with"]["mode"] == "pull-request"
     script = ACTION_SCRIPT.read_text()  # the action's logic; tests/test_action.py runs it
-    assert 'worktree add --quiet --detach "$tmp/reportgen-base" "$base_sha"' in script
+    assert 'worktree add --quiet --detach "$base" "$base_sha"' in script
     assert f'echo "{MARKER}"' in script and "python -m reportgen.ci.comment" in script
-    assert "--fail-on-regression" in script and 'if [ "$gate" -eq 1 ]; then' in script
+    assert 'reportgen ab --base "$base" --head "$workspace" --scenario "$scenario"' in script
+    assert 'if [ "$rc" -eq 1 ]; then gate=1; fi' in script and 'if [ "$gate" -eq 1 ]; then' in script
+    assert "reportgen compare" not in script  # runs measured apart cannot gate on timing
 
 
 def test_only_known_actions_pinned_to_a_major_version(wf: dict[Any, Any]) -> None:
@@ -108,7 +110,9 @@ def _reportgen_commands(script: str) -> list[list[str]]:
         if not m:
             continue
         text = EXPRESSION.sub("X", m.group(1)).replace('"${args[@]}"', "--quiet --device cpu")  # profile_args
+        text = re.sub(r'\$\{(\w+)\[@\]\+"\$\{\1\[@\]\}"\}', "", text)  # ${extra[@]+"${extra[@]}"}: none
         text = re.sub(r"\$\{\w+:\+(.*?)\}", r"\1", text)  # ${VAR:+--opt "$VAR"} -> --opt "$VAR"
+        text = re.sub(r"\)\s*(?=\|\||&&|;|$)", " ", text)  # (cd DIR && reportgen ...): the subshell's end
         text = re.sub(r"\$\{?(\w+)[^}\s\"]*\}?", lambda v: SAMPLE_VALUES.get(v.group(1), "X"), text)
         argv = shlex.split(text)
         ends = [i for i, tok in enumerate(argv) if tok in ("||", "&&", ";", "|")]
@@ -128,7 +132,7 @@ def test_every_reportgen_command_is_accepted_by_the_cli(wf: dict[Any, Any]) -> N
         for argv in _reportgen_commands(script):
             build_parser().parse_args(argv)  # raises UsageError on an unknown command or option
             seen.append(argv[0])
-    assert sorted(set(seen)) == ["build", "compare", "profile"]
+    assert sorted(set(seen)) == ["ab", "build", "profile", "scenarios"]
 
 
 def test_command_extraction_catches_a_bad_option() -> None:

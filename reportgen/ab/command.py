@@ -1,10 +1,11 @@
 """``reportgen ab --base DIR --head DIR``: the edge around the coordinator.
 
-Validate the arguments (no torch here) -> find the scenario file in each checkout (a scenario
-on one side only is reported as new or removed, exit 0) -> start one worker process per side
--> ``coordinate`` -> store both runs as bundles marked as one A/B pair -> the PR comment
-(Markdown, or JSON) and the exit code (0 no change or improvement, 1 regression, 7 still
-inconclusive after the budget, 3 a side failed to load or compile).
+Validate the arguments (no torch here) -> find the scenario file in each checkout (a name through
+that checkout's config, else its ``scenarios/``; a scenario on one side only is reported as new or
+removed, exit 0) -> start one worker process per side -> ``coordinate`` -> store both runs as
+bundles marked as one A/B pair -> the PR comment (Markdown, or JSON) and the exit code (0 no
+change or improvement, 1 regression, 7 still inconclusive after the budget, 3 a side failed to
+load or compile).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from reportgen.ab.worker import scenario_path
 from reportgen.bundle import new_run, write_bundle
 from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.environment import git_info
-from reportgen.errors import ExitCode, ScenarioError, UsageError
+from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.model import (
     AbInfo,
     AbRound,
@@ -161,7 +162,7 @@ def run_ab_command(args: argparse.Namespace, store: Path) -> int:
     """The whole command; returns the exit code."""
     request = AbRequest.from_cli(args, store)
     roots = {"base": request.base, "head": request.head}
-    present = {side: scenario_path(root, request.scenario).is_file() for side, root in roots.items()}
+    present = {side: _scenario_present(root, request.scenario) for side, root in roots.items()}
     if not any(present.values()):
         raise ScenarioError(f"{scenario_path(request.base, request.scenario)} and "
                             f"{scenario_path(request.head, request.scenario)}: no such scenario file on either side")
@@ -179,6 +180,15 @@ def run_ab_command(args: argparse.Namespace, store: Path) -> int:
         print("reportgen: error: " + "; ".join(f"the {s.side} side ({roots[s.side]}) failed in {s.error_stage}: {s.error}"
                                                for s in result.failed_sides), file=sys.stderr)
     return int(result.exit_code)
+
+
+def _scenario_present(root: Path, ref: str) -> bool:
+    """Whether the checkout has the scenario (through its config, else ``scenarios/``); a broken config counts as
+    present, so that side's worker fails to load and the comment names the error."""
+    try:
+        return scenario_path(root, ref).is_file()
+    except ReportgenError:
+        return True
 
 
 def _measure(request: AbRequest, roots: dict[str, Path]) -> PairResult:

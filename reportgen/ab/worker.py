@@ -1,6 +1,7 @@
 """One side of an A/B pair: ``python -m reportgen.ab.worker``, driven by JSON lines on stdin/stdout.
 
-The worker imports ITS OWN checkout's scenario file, with that checkout's root first on
+The worker imports ITS OWN checkout's scenario file (a name resolved through that checkout's config,
+``[tool.reportgen] scenarios``, else ``scenarios/NAME.py``), with that checkout's root first on
 ``sys.path`` (so the user's package is imported from that tree) and as the working folder.
 reportgen itself is the coordinator's: it is imported before the path changes.
 
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from reportgen.codec import to_jsonable
+from reportgen.config import Config, load_config
 from reportgen.devices import import_torch, select_backend
 from reportgen.devices.backend import Backend
 from reportgen.environment import fingerprint
@@ -44,18 +46,31 @@ from reportgen.measure import (
     _warm_up,
     check_correctness,
 )
-from reportgen.scenario import Scenario, Variant, load_scenario
+from reportgen.scenario import Scenario, Variant, load_scenario, scenario_files
 
 MIN_SAMPLE_US = 2000.0
 """Calibration target: a timing sample lasts at least this long (as in ``reportgen profile``)."""
 
 
-def scenario_path(root: Path, ref: str) -> Path:
-    """The scenario file ``ref`` (a name in ``<root>/scenarios/`` or a .py path relative to root) of a checkout."""
+def checkout_config(root: Path) -> Config:
+    """The config ``reportgen profile`` would use in the checkout ``root`` (found from there upwards).
+
+    The environment is left out: a checkout's scenarios are the checkout's own.
+    """
+    return load_config(cwd=root, environ={})
+
+
+def scenario_path(root: Path, ref: str, config: Config | None = None) -> Path:
+    """The scenario file ``ref`` names in the checkout ``root``: a .py path relative to root; else a scenario of
+    the checkout's config (``[tool.reportgen] scenarios``, e.g. ``bench/NAME.py``); else ``<root>/scenarios/NAME.py``.
+
+    Raises the config's error when the checkout's config file is broken.
+    """
     if ref.endswith(".py"):
         path = Path(ref)
         return path if path.is_absolute() else root / path
-    return root / "scenarios" / f"{ref}.py"
+    config = config or checkout_config(root)
+    return scenario_files(config.scenarios).get(ref, root / "scenarios" / f"{ref}.py")
 
 
 @dataclass
@@ -69,9 +84,12 @@ class _State:
 
 
 def _enter_checkout(root: Path) -> None:
-    """The checkout's root first on sys.path and as the working folder; the launcher's folder dropped."""
+    """The checkout's root (and its ``src/``, for a src-layout package) first on sys.path and as the working
+    folder; the launcher's folder dropped. So the user's package comes from this tree, not from what the
+    environment has installed (the other checkout's, in CI)."""
     launch = os.getcwd()
-    sys.path[:] = [str(root)] + [p for p in sys.path if p not in ("", launch, str(root))]
+    first = [str(root)] + ([str(root / "src")] if (root / "src").is_dir() else [])
+    sys.path[:] = first + [p for p in sys.path if p not in ("", launch, *first)]
     os.chdir(root)
 
 
@@ -79,8 +97,11 @@ def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     root = Path(msg["root"]).resolve()
     _enter_checkout(root)
     torch = import_torch()
-    path = scenario_path(root, msg["scenario"])
-    scenario = load_scenario(str(path) if msg["scenario"].endswith(".py") else msg["scenario"], root / "scenarios")
+    ref = msg["scenario"]
+    config = checkout_config(root)
+    path = scenario_path(root, ref, config)
+    scenario = load_scenario(str(path) if ref.endswith(".py") else ref, root / "scenarios",
+                             config_sources=config.scenarios, project_root=config.root)
     backend = select_backend(msg.get("device", "auto"))
     if msg.get("threads"):
         torch.set_num_threads(int(msg["threads"]))

@@ -2,13 +2,19 @@
 # The reportgen GitHub Action's logic (action.yml runs this; tests/test_action.py runs it too, with a
 # fake GITHUB_* environment and a local bare remote).
 #
-#   action.sh pull-request   profile the PR's base and head, compare each scenario, post or update one
-#                            comment (hidden marker <!-- reportgen-compare -->), exit 1 on a regression
+#   action.sh pull-request   check out the PR's base as a worktree beside the head, install the user's package
+#                            in each (base, then head), then for each scenario run `reportgen ab` (base and
+#                            head measured interleaved, one worker process per checkout); post or update one
+#                            comment (hidden marker <!-- reportgen-compare -->); exit 1 when an A/B pair
+#                            regressed (slower beyond the threshold, or a variant broken in head only)
 #   action.sh push           profile, keep the run in the results branch, build the site into $RG_SITE_DIR
 #
-# Inputs (environment): RG_SCENARIOS (space-separated; empty: the config's), RG_DEVICE, RG_THRESHOLD,
-# RG_MACHINE, RG_INSTALL (shell command installing the user's own package, run in each checkout),
-# RG_RESULTS_BRANCH, RG_BASE_URL, RG_SITE_URL, RG_SITE_DIR, GITHUB_TOKEN; GitHub's own GITHUB_* variables.
+# Inputs (environment): RG_SCENARIOS (space-separated; empty: the head's config's, see
+# `reportgen scenarios --names`), RG_DEVICE, RG_THRESHOLD, RG_AB_ARGS (more `reportgen ab` flags,
+# space-separated, e.g. "--max-seconds 300"), RG_MACHINE (push), RG_INSTALL (shell command installing the
+# user's own package, run in each checkout), RG_RESULTS_BRANCH, RG_BASE_URL, RG_SITE_URL (not used by
+# pull-request mode: its A/B runs are not published), RG_SITE_DIR, GITHUB_TOKEN; GitHub's own GITHUB_*
+# variables.
 set -euo pipefail
 
 workspace="${GITHUB_WORKSPACE:-$PWD}"
@@ -25,14 +31,19 @@ profile_args() {
   printf '%s\n' "${args[@]}"
 }
 
+# install DIR: run RG_INSTALL (the user's package) in DIR, if given.
+install() {
+  local dir="$1"
+  [ -n "${RG_INSTALL:-}" ] || return 0
+  log "installing the package in $dir: $RG_INSTALL"
+  (cd "$dir" && bash -c "$RG_INSTALL")
+}
+
 # profile DIR STORE LABEL: install the user's package in DIR, then profile there; exit 4 (a variant
 # failed or was wrong) is stored and shown, so it does not stop the action.
 profile() {
   local dir="$1" store="$2" label="$3" rc=0
-  if [ -n "${RG_INSTALL:-}" ]; then
-    log "installing the package in $dir: $RG_INSTALL"
-    (cd "$dir" && bash -c "$RG_INSTALL")
-  fi
+  install "$dir"
   mapfile -t args < <(profile_args)
   (cd "$dir" && reportgen profile "${args[@]}" --store "$store" --label "$label") || rc=$?
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ]; then
@@ -41,35 +52,54 @@ profile() {
   fi
 }
 
+# pr_scenarios: the scenarios to A/B, one per line: RG_SCENARIOS, else the head checkout's config's.
+pr_scenarios() {
+  local names=()
+  if [ -n "${RG_SCENARIOS:-}" ]; then
+    read -r -a names <<< "$RG_SCENARIOS"
+    printf '%s\n' "${names[@]}"
+  else
+    (cd "$workspace" && reportgen scenarios --names)
+  fi
+}
+
 pull_request() {
-  local sha="${GITHUB_SHA:-$(git -C "$workspace" rev-parse HEAD)}"
   local event="${GITHUB_EVENT_PATH:?GITHUB_EVENT_PATH is not set}"
-  local base_sha pr store="$tmp/reportgen-pr-results" comment="$tmp/reportgen-comment.md" gate=0
+  local base_sha pr base="$tmp/reportgen-base" store="$tmp/reportgen-pr-results"
+  local comment="$tmp/reportgen-comment.md" gate=0 names scenarios=() extra=()
   base_sha="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["base"]["sha"])' "$event")"
   pr="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["number"])' "$event")"
   git -C "$workspace" cat-file -e "$base_sha^{commit}" 2>/dev/null || git -C "$workspace" fetch --quiet --depth=1 origin "$base_sha"
-  rm -rf "$tmp/reportgen-base" "$store"
-  git -C "$workspace" worktree add --quiet --detach "$tmp/reportgen-base" "$base_sha"
-  profile "$tmp/reportgen-base" "$store" "base ${base_sha:0:7}" || log "the base could not be profiled; comparing what exists"
-  profile "$workspace" "$store" "head ${sha:0:7}"
-  git -C "$workspace" worktree remove --force "$tmp/reportgen-base"
+  rm -rf "$base" "$store"
+  git -C "$workspace" worktree add --quiet --detach "$base" "$base_sha"
+  # Base first, head last: what the environment keeps installed is the head's (the coordinator is head's
+  # reportgen); each side's worker imports the package from its own tree (the checkout's root first on sys.path).
+  install "$base" || log "the package could not be installed in the base; measuring it as it is"
+  install "$workspace"
+  names="$(pr_scenarios)"
+  mapfile -t scenarios <<< "$names"
+  read -r -a extra <<< "${RG_AB_ARGS:-}"
   {
     echo "<!-- reportgen-compare -->"
     local first=1
-    for scenario in $(reportgen runs --store "$store" | tail -n +2 | cut -f5 | sort -u); do
+    for scenario in "${scenarios[@]}"; do
+      [ -n "$scenario" ] || continue
       [ "$first" -eq 1 ] || echo; first=0
-      local rc=0 out="$tmp/reportgen-compare-$scenario.md"
-      # With the `ab` command: switch this line to reportgen ab --base <dir> --head <dir> (interleaved runs).
-      reportgen compare latest~1 latest --store "$store" --scenario "$scenario" --fail-on-regression \
-        ${RG_THRESHOLD:+--threshold "$RG_THRESHOLD"} ${RG_SITE_URL:+--site-url "$RG_SITE_URL"} --output "$out" || rc=$?
-      if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; then
-        grep -v -F -x "<!-- reportgen-compare -->" "$out"
-        [ "$rc" -eq 1 ] && gate=1
+      local rc=0 out="$tmp/reportgen-ab-${scenario//\//_}.md"
+      rm -f "$out"
+      (cd "$workspace" && reportgen ab --base "$base" --head "$workspace" --scenario "$scenario" --store "$store" \
+        --output "$out" ${RG_THRESHOLD:+--threshold "$RG_THRESHOLD"} ${RG_DEVICE:+--device "$RG_DEVICE"} \
+        ${extra[@]+"${extra[@]}"}) || rc=$?
+      # 0 no change or faster, 1 regression (or broken in head), 7 inconclusive after the time budget
+      if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || [ "$rc" -eq 7 ]; then
+        grep -v -F -x "<!-- reportgen-ab -->" "$out" || true
+        if [ "$rc" -eq 1 ]; then gate=1; fi
       else
-        echo "**$scenario**: not compared (reportgen compare exit $rc; see the job log)."
+        echo "**$scenario**: not compared (reportgen ab exit $rc; see the job log)."
       fi
     done
   } > "$comment"
+  git -C "$workspace" worktree remove --force "$base"
   echo "comment=$comment" >> "${GITHUB_OUTPUT:-/dev/null}"
   python -m reportgen.ci.comment --pr "$pr" --body "$comment"
   if [ "$gate" -eq 1 ]; then

@@ -39,3 +39,13 @@ def real_cpu_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         proc = run_cli("profile", *REAL_PROFILE_ARGS, "--label", label, "--store", str(store))
         assert proc.returncode == 0, proc.stderr[-3000:]
     return store
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """This checkout built as a wheel and installed into a fresh venv outside it (see tests/wheel_kit.py)."""
+    from wheel_kit import InstalledWheel, build_wheel, fresh_venv
+
+    tmp = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(tmp)
+    return InstalledWheel(wheel, fresh_venv(tmp, wheel))

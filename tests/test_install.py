@@ -9,10 +9,7 @@ the project venv's dependencies (torch, matplotlib, jinja2 ...) through a ``.pth
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -20,51 +17,21 @@ import pytest
 from conftest import ROOT, SHARED_TRACES
 from factories import chrome_trace
 from hostile import write_trace
+from wheel_kit import InstalledWheel
 
 pytestmark = pytest.mark.slow
-SOURCES = ("pyproject.toml", "README.md", "reportgen", "templates", "scenarios")
 SHIPPED = ("reportgen/templates/run.html", "reportgen/templates/charts/bars.svg", "reportgen/templates/style.css",
            "reportgen/templates/favicon.svg", "reportgen/templates/reading-a-report.md",
            "reportgen/scenarios/rmsnorm.py", "reportgen/scenarios/layernorm.py", "reportgen/site/build.py",
            "reportgen/templates/init/reportgen.toml.j2", "reportgen/templates/init/workflow.yml.j2",
-           "reportgen/templates/init/example_scenario.py.j2", "reportgen/ci/action.sh", "reportgen/ci/comment.py")
+           "reportgen/templates/init/example_scenario.py.j2", "reportgen/ci/action.sh", "reportgen/ci/comment.py",
+           "reportgen/templates/_sweep.html", "reportgen/templates/_sweep.md")
 
 
-def _build_wheel(tmp: Path) -> Path:
-    src = tmp / "src"
-    src.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=ignore)  # follows the help page's link
-        else:
-            shutil.copy2(ROOT / name, src / name)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                           "-w", str(tmp / "wheels"), str(src)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (wheel,) = (tmp / "wheels").glob("reportgen-*.whl")
-    return wheel
-
-
-def _fresh_venv(tmp: Path, wheel: Path) -> Path:
-    venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    # the project venv's pip installs into the fresh one (no network, no pip bootstrap)
-    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
-                           "--no-index", str(wheel)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    purelib = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  check=True, capture_output=True, text=True).stdout.strip())
-    (purelib / "zz_project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return venv
-
-
-def test_a_wheel_installed_outside_the_checkout_runs_every_command(tmp_path: Path) -> None:
-    wheel = _build_wheel(tmp_path)
+def test_a_wheel_installed_outside_the_checkout_runs_every_command(tmp_path: Path, installed_wheel: InstalledWheel) -> None:
+    wheel, venv = installed_wheel.wheel, installed_wheel.venv
     names = set(zipfile.ZipFile(wheel).namelist())
     assert set(SHIPPED) <= names, sorted(set(SHIPPED) - names)
-    venv = _fresh_venv(tmp_path, wheel)
     work = tmp_path / "empty"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "REPORTGEN_STORE", "VIRTUAL_ENV")}

@@ -2,31 +2,33 @@
 add + RMSNorm returning a tuple, and a softmax with an eps parameter), `reportgen init`, then `profile`
 of both scenarios, `build` and `compare`, all driven by the config alone (no paths or flags).
 
-reportgen is this environment's console script, run with the throwaway repository as the working
-directory (so nothing of reportgen's checkout is on the path but the installed package)."""
+reportgen is the console script of a wheel built from this checkout and installed into a fresh virtual
+environment outside it (tests/wheel_kit.py), run with the throwaway repository as the working directory: nothing
+of reportgen's checkout is on the path."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from user_repo_kit import git, write_user_package
+from wheel_kit import InstalledWheel
 
 from reportgen.compare import MARKER
 
-REPORTGEN = Path(sys.executable).parent / "reportgen"
 
+def test_a_new_users_repository_from_init_to_site_and_comparison(tmp_path: Path, installed_wheel: InstalledWheel) -> None:
+    def rg(repo: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(installed_wheel.reportgen), *args], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=900)
 
-def rg(repo: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(REPORTGEN), *args], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
-
-
-def test_a_new_users_repository_from_init_to_site_and_comparison(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_") and k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPORTGEN_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update({"HOME": str(tmp_path / "home"), "GIT_CONFIG_NOSYSTEM": "1"})
+    where = subprocess.run([str(installed_wheel.venv / "bin" / "python"), "-c", "import reportgen; print(reportgen.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(installed_wheel.venv), where  # the wheel's package, not the checkout's
     repo = tmp_path / "myrepo"
     repo.mkdir()
     git(repo, "init", "--quiet", "-b", "main")

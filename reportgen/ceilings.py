@@ -3,8 +3,9 @@
 Pure functions over ``DevicePeak``. On the CPU a copy is measured at several working-set sizes at
 profile time (``DevicePeak.bandwidth_curve``): a call whose data fits in a cache runs against that
 cache's bandwidth, not DRAM's, and comparing it with a DRAM-sized copy gives "% of peak" above 100.
-The ceiling for a working set is the fastest copy measured in the same memory level (by the CPU's
-cache sizes), else the copy nearest in size. A fraction above 1 still means that ceiling is wrong
+The ceiling for a working set is the fastest copy measured in its memory level or a slower one (by the
+CPU's cache sizes: a cache serves its data at least as fast as the memory behind it), else the copy
+nearest in size. A fraction above 1 still means that ceiling is wrong
 for this call, and is shown as such, never as a plain percentage.
 """
 
@@ -46,19 +47,27 @@ def curve_bandwidth(working_set_bytes: int, curve: Sequence[BandwidthPoint], lev
                     ) -> BandwidthPoint | None:
     """The curve point that bounds a call moving ``working_set_bytes``.
 
-    With cache levels: the fastest point measured in the same memory level as the call (a copy there is
-    served by the same cache). Otherwise, or when no point lies in that level: the point nearest in size
-    (on a log scale; the larger of two equally near ones, the more conservative ceiling).
+    With cache levels: the fastest copy measured in the call's memory level or any slower one (data a
+    cache holds is served at least as fast as the memory behind it, so a slower level's copy also bounds
+    it from below; on a busy machine one level's copies can come out far too low). Otherwise, or when no
+    copy lies in those levels: the copy nearest in size (log scale; of two equally near, the larger).
     """
     if not curve or working_set_bytes <= 0:
         return None
     level = memory_level(working_set_bytes, levels)
     if level is not None:
-        same = [p for p in curve if memory_level(p.working_set_bytes, levels) == level]
-        if same:
-            return max(same, key=lambda p: (p.bandwidth_bytes_per_s, p.working_set_bytes))
+        rank = _level_rank(levels)
+        same_or_slower = [p for p in curve if rank[memory_level(p.working_set_bytes, levels) or DRAM] >= rank[level]]
+        if same_or_slower:
+            return max(same_or_slower, key=lambda p: (p.bandwidth_bytes_per_s, p.working_set_bytes))
     return min(curve, key=lambda p: (round(abs(math.log(p.working_set_bytes / working_set_bytes)), 9),
                                      -p.working_set_bytes))
+
+
+def _level_rank(levels: Sequence[CacheLevel]) -> dict[str, int]:
+    """Memory levels from fastest (0) to DRAM (last)."""
+    names = [c.name for c in sorted(levels, key=lambda c: c.size_bytes)]
+    return {**{n: i for i, n in enumerate(names)}, DRAM: len(names)}
 
 
 def ceiling_for(peak: DevicePeak, working_set_bytes: int) -> Ceiling:
@@ -67,7 +76,14 @@ def ceiling_for(peak: DevicePeak, working_set_bytes: int) -> Ceiling:
     point = curve_bandwidth(working_set_bytes, peak.bandwidth_curve, peak.cache_levels)
     if point is None:
         return Ceiling(peak.bandwidth_bytes_per_s, level, peak.source)
-    where = f"in {level}" if level and memory_level(point.working_set_bytes, peak.cache_levels) == level else "nearest in size"
+    point_level = memory_level(point.working_set_bytes, peak.cache_levels)
+    rank = _level_rank(peak.cache_levels)
+    if level is not None and point_level == level:
+        where = f"in {level}"
+    elif level is not None and point_level is not None and rank[point_level] > rank[level]:
+        where = f"in {point_level}, slower than {level}"
+    else:
+        where = "nearest in size"
     return Ceiling(point.bandwidth_bytes_per_s, level,
                    f"copy bandwidth measured with a {size_text(point.working_set_bytes)} working set ({where}; this "
                    f"call moves {size_text(working_set_bytes)})")

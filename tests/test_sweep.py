@@ -42,16 +42,26 @@ def test_memory_level_is_the_smallest_cache_that_holds_the_working_set(working_s
 
 
 @pytest.mark.parametrize(("working_set", "expected_bw"), [
-    (20 * KIB, 20e9),      # L1d: only the 32 KiB copy lives there
-    (300 * KIB, 90e9),     # L2: the fastest of the 256 KiB and 512 KiB copies
+    (20 * KIB, 130e9),     # L1d: the L3 copy at 2 MiB is faster than the dispatch-bound 32 KiB one, and bounds it too
+    (300 * KIB, 130e9),    # L2: likewise
     (4 * MIB, 130e9),      # L3: 2 MiB beats 16 MiB
-    (100 * MIB, 30e9),     # DRAM: 64 MiB beats 512 MiB
+    (20 * MIB, 130e9),
+    (100 * MIB, 30e9),     # DRAM: 64 MiB beats 512 MiB; no cache copy counts
 ])
-def test_ceiling_is_the_fastest_copy_in_the_same_memory_level(working_set: int, expected_bw: float) -> None:
+def test_ceiling_is_the_fastest_copy_in_the_memory_level_or_a_slower_one(working_set: int, expected_bw: float) -> None:
     c = ceiling_for(PEAK, working_set)
     assert c.bandwidth_bytes_per_s == expected_bw
     assert c.level == memory_level(working_set, LEVELS)
     assert "working set" in c.source
+
+
+def test_a_cache_level_measured_slow_on_a_busy_machine_is_lifted_by_the_slower_levels() -> None:
+    busy = (BandwidthPoint(256 * KIB, 80e9), BandwidthPoint(2 * MIB, 0.3e9), BandwidthPoint(16 * MIB, 2.2e9),
+            BandwidthPoint(64 * MIB, 9e9), BandwidthPoint(512 * MIB, 17e9))
+    assert curve_bandwidth(4 * MIB, busy, LEVELS).bandwidth_bytes_per_s == 17e9  # not 2.2 GB/s: DRAM bounds L3
+    assert curve_bandwidth(300 * KIB, busy, LEVELS).bandwidth_bytes_per_s == 80e9
+    c = ceiling_for(dataclasses.replace(PEAK, bandwidth_curve=busy), 4 * MIB)
+    assert c.level == "L3" and "in DRAM, slower than L3" in c.source
 
 
 def test_without_cache_levels_the_nearest_copy_in_log_size_is_the_ceiling() -> None:
@@ -62,10 +72,12 @@ def test_without_cache_levels_the_nearest_copy_in_log_size_is_the_ceiling() -> N
     assert curve_bandwidth(0, curve) is None
 
 
-def test_a_level_with_no_copy_falls_back_to_the_nearest_copy() -> None:
+def test_a_level_with_no_copy_takes_a_slower_levels_or_else_the_nearest_copy() -> None:
     curve = (BandwidthPoint(256 * KIB, 80e9), BandwidthPoint(512 * MIB, 28e9))
-    assert curve_bandwidth(8 * MIB, curve, LEVELS).bandwidth_bytes_per_s == 80e9  # L3 has none: 256 KiB is nearer
-    c = ceiling_for(dataclasses.replace(PEAK, bandwidth_curve=curve), 8 * MIB)
+    assert curve_bandwidth(8 * MIB, curve, LEVELS).bandwidth_bytes_per_s == 28e9  # L3 has none: DRAM's copy bounds it
+    only_fast = (BandwidthPoint(256 * KIB, 80e9),)
+    assert curve_bandwidth(8 * MIB, only_fast, LEVELS).bandwidth_bytes_per_s == 80e9  # none as slow: the nearest
+    c = ceiling_for(dataclasses.replace(PEAK, bandwidth_curve=only_fast), 8 * MIB)
     assert c.level == "L3" and "nearest in size" in c.source
 
 
@@ -109,13 +121,13 @@ def test_sweep_row_figures_are_exact() -> None:
     assert view is not None and view.variants == ("naive", "fused") and view.baseline == "naive"
     row = view.rows[0]
     assert row.shape_text == "1,4096" and row.bytes_per_call == 12 * 4096
-    assert row.level == "L2" and row.ceiling_bytes_per_s == 90e9  # 48 KiB: L2, best L2 copy
+    assert row.level == "L2" and row.ceiling_bytes_per_s == 130e9  # 48 KiB: L2; the best copy in L2 or slower
     assert row.arithmetic_intensity == pytest.approx(4 * 4096 / (12 * 4096))
     fused = row.cell("fused")
     assert fused is not None
     assert fused.timing is not None and fused.timing.median_us == pytest.approx(5.0)
     assert fused.achieved_bytes_per_s == pytest.approx(12 * 4096 / 5e-6)
-    assert fused.fraction_of_ceiling == pytest.approx(12 * 4096 / 5e-6 / 90e9)
+    assert fused.fraction_of_ceiling == pytest.approx(12 * 4096 / 5e-6 / 130e9)
     assert fused.achieved_flops_per_s == pytest.approx(4 * 4096 / 5e-6)
     assert fused.speedup is not None and fused.speedup.value == pytest.approx(2.0)
     assert row.cell("naive").speedup is None  # the baseline has no speedup over itself

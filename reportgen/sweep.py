@@ -134,12 +134,22 @@ def _rate(amount: int, seconds: float | None) -> float | None:
 
 
 def memory_roofs(peak: DevicePeak) -> tuple[MemoryRoof, ...]:
-    """The best copy bandwidth per memory level of the curve (fastest first); the single figure when no curve."""
+    """One roof per memory level of the curve, fastest first: each level's ceiling as ``ceiling_for`` picks it
+    (the best copy in the level or a slower one), levels with the same ceiling drawn as one ("L1d/L2").
+
+    With no curve: the single figure; with a curve but no cache levels: one roof per copy size."""
     if not peak.bandwidth_curve:
         return (MemoryRoof("peak", peak.bandwidth_bytes_per_s),) if peak.bandwidth_bytes_per_s else ()
-    best: dict[str, float] = {}
-    for p in peak.bandwidth_curve:
-        level = memory_level(p.working_set_bytes, peak.cache_levels) or f"{size_text(p.working_set_bytes)} copy"
-        best[level] = max(best.get(level, 0.0), p.bandwidth_bytes_per_s)
-    ordered = sorted(best.items(), key=lambda kv: -kv[1])
-    return tuple(MemoryRoof(level if level != DRAM else "DRAM", bw) for level, bw in ordered)
+    if not peak.cache_levels:
+        best = sorted(peak.bandwidth_curve, key=lambda p: -p.bandwidth_bytes_per_s)
+        return tuple(MemoryRoof(f"{size_text(p.working_set_bytes)} copy", p.bandwidth_bytes_per_s) for p in best)
+    levels = dict.fromkeys(memory_level(p.working_set_bytes, peak.cache_levels) or DRAM for p in
+                           sorted(peak.bandwidth_curve, key=lambda p: p.working_set_bytes))
+    merged: dict[float, list[str]] = {}
+    for level in levels:
+        size = next(p.working_set_bytes for p in sorted(peak.bandwidth_curve, key=lambda p: p.working_set_bytes)
+                    if (memory_level(p.working_set_bytes, peak.cache_levels) or DRAM) == level)
+        bw = ceiling_for(peak, size).bandwidth_bytes_per_s
+        if bw:
+            merged.setdefault(bw, []).append(level)
+    return tuple(MemoryRoof("/".join(names), bw) for bw, names in sorted(merged.items(), key=lambda kv: -kv[0]))

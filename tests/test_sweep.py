@@ -144,10 +144,14 @@ def test_over_ceiling_cells_are_flagged_and_failed_points_counted() -> None:
     assert sweep_view(synthetic_run(), "naive") is None
 
 
-def test_memory_roofs_are_the_best_copy_per_level_fastest_first() -> None:
+def test_memory_roofs_are_each_levels_ceiling_fastest_first_equal_ones_merged() -> None:
     roofs = memory_roofs(PEAK)
-    assert [(r.label, r.bandwidth_bytes_per_s) for r in roofs] == [
-        ("L3", 130e9), ("L2", 90e9), ("DRAM", 30e9), ("L1d", 20e9)]
+    assert [(r.label, r.bandwidth_bytes_per_s) for r in roofs] == [("L1d/L2/L3", 130e9), ("DRAM", 30e9)]
+    busy = dataclasses.replace(PEAK, bandwidth_curve=(
+        BandwidthPoint(256 * KIB, 80e9), BandwidthPoint(2 * MIB, 0.3e9), BandwidthPoint(512 * MIB, 17e9)))
+    assert [(r.label, r.bandwidth_bytes_per_s) for r in memory_roofs(busy)] == [("L2", 80e9), ("L3/DRAM", 17e9)]
+    no_levels = dataclasses.replace(PEAK, cache_levels=())
+    assert [r.label for r in memory_roofs(no_levels)][:2] == ["2 MiB copy", "512 KiB copy"]
     assert [r.label for r in memory_roofs(DevicePeak(1e9, None, "x"))] == ["peak"]
     assert memory_roofs(DevicePeak(None, None, "unknown")) == ()
 

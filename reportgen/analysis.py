@@ -256,6 +256,38 @@ def speedups(run: Run) -> tuple[Speedup, ...]:
 # The whole run
 
 
+MAX_WINDOW_NAMES = 8
+"""Variant names listed per group of an imported run's windows; the rest are counted."""
+
+
+@dataclass(frozen=True)
+class ImportedWindows:
+    """Imported variants whose traces have the same number of ProfilerStep# spans and the same op-time clock."""
+
+    names: tuple[str, ...]
+    """The first MAX_WINDOW_NAMES variant names of the group."""
+    more: int
+    """How many more variants the group holds."""
+    steps: int
+    """ProfilerStep# spans found in each trace; 0: no step markers, the whole trace is one window."""
+    time_basis: TimeBasis
+    """DEVICE: op times are the device lane's kernels and copies; CPU: host CPU time."""
+    device_lane: bool
+    """Whether the traces have a device lane at all."""
+
+
+def imported_windows(run: Run) -> tuple[ImportedWindows, ...]:
+    """An imported run's variants grouped by steps found and time basis, in variant order; () for a profiled run."""
+    if run.source is not RunSource.IMPORT:
+        return ()
+    groups: dict[tuple[int, TimeBasis, bool], list[str]] = {}
+    for v in run.variants:
+        groups.setdefault((v.profiled_steps, v.time_basis, v.device_event_count is not None), []).append(v.name)
+    return tuple(ImportedWindows(tuple(names[:MAX_WINDOW_NAMES]), max(len(names) - MAX_WINDOW_NAMES, 0),
+                                 steps, basis, lane)
+                 for (steps, basis, lane), names in groups.items())
+
+
 @dataclass(frozen=True)
 class RunView:
     """The analysed run: what a run page and the index's latest summary show."""
@@ -270,6 +302,8 @@ class RunView:
     method: str
     ranks: RankSummary | None = None
     sweep: SweepView | None = None
+    windows: tuple[ImportedWindows, ...] = ()
+    """Imported runs only: what each trace's figures cover (steps found) and on which clock."""
 
     def gain(self, variant: str) -> Speedup | None:
         """The speedup of ``variant`` over this run's baseline, if it was measured."""
@@ -296,6 +330,7 @@ def run_view(run: Run) -> RunView:
         method=stats.METHOD,
         ranks=rank_summary([(v.name, v.breakdown) for v in run.variants if v.breakdown is not None]),
         sweep=sweep_view(run, baseline_name(run)),
+        windows=imported_windows(run),
     )
 
 

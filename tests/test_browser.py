@@ -10,10 +10,11 @@ kept under test-artifacts/screenshots/.
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import shutil
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ from conftest import ROOT, SHARED_TRACES, run_cli
 from factories import chrome_trace, synthetic_run, write_synthetic
 
 from reportgen.bundle import list_run_dirs, load_run
+from reportgen.model import RunSource
 from reportgen.site import build_site
 
 pytestmark = pytest.mark.browser
@@ -40,6 +42,7 @@ pytestmark = pytest.mark.browser
 SUBPATH = "myrepo"
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 PWNED = {"pwned": "typeof window.__pwned", "scripts": "document.scripts.length"}
+WIDTH = {"page": "document.documentElement.scrollWidth", "window": "window.innerWidth"}
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
 # Strings a reader's browser must show as text: markup, an event handler, a javascript: URL.
 PAYLOAD_OP = "aten::<svg/onload=window.__pwned=1>|javascript:window.__pwned=1"
@@ -89,7 +92,7 @@ def crawled(real_cpu_store: Path, tmp_path_factory: pytest.TempPathFactory) -> C
     with serve_site(site, SUBPATH) as server:
         base = server.base_url
         shots = {base: SCREENSHOTS / "index.png", f"{base}runs/{head_id}/index.html": SCREENSHOTS / "run.png"}
-        pages = crawl(base, base, evaluate=PWNED, screenshots=shots)
+        pages = crawl(base, base, evaluate={**PWNED, **WIDTH}, screenshots=shots)
         internal = sorted({urllib.parse.urldefrag(link.url).url for page in pages.values()
                            for link in page.links if is_internal(link.url, base)})
         status = {url: http_status(url) for url in internal}
@@ -170,8 +173,14 @@ def test_latest_leads_to_the_newest_run(crawled: Crawled) -> None:
 
 
 def test_no_page_runs_a_script(crawled: Crawled) -> None:
-    assert {u: p.evaluated for u, p in crawled.pages.items() if p.evaluated != {"pwned": "undefined", "scripts": 0}} \
-        == {}
+    ran = {u: p.evaluated for u, p in crawled.pages.items()
+           if (p.evaluated["pwned"], p.evaluated["scripts"]) != ("undefined", 0)}
+    assert ran == {}
+
+
+def test_no_page_is_wider_than_the_window(crawled: Crawled) -> None:
+    wide = {u: p.evaluated for u, p in crawled.pages.items() if p.evaluated["page"] > p.evaluated["window"]}
+    assert wide == {}
 
 
 def test_screenshots_of_the_index_and_a_run_page_are_kept(crawled: Crawled) -> None:
@@ -202,6 +211,41 @@ def test_payloads_in_a_label_and_in_trace_op_names_do_not_execute(tmp_path: Path
     # The payload is on the pages as text (so the check above looked at pages that carry it).
     texts = (site / "runs").rglob("index.html")
     assert all("&lt;script&gt;window.__pwned=1&lt;/script&gt;" in t.read_text(encoding="utf-8") for t in texts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Long names from a trace wrap: no page is wider than the window
+
+LONG_OP = "aten::" + "very_long_templated_op_name_" * 11  # 314 characters, no space to break at
+LONG_KERNEL = "void at::native::" + "elementwise_kernel_" * 15 + "<float>(float*, float const*)"
+
+
+def test_long_variant_op_and_kernel_names_wrap_inside_the_window(tmp_path: Path) -> None:
+    chromium_or_skip()
+    store = tmp_path / "store"
+    trace = chrome_trace(ops=(LONG_OP, "aten::add"))
+    trace["traceEvents"].append({"ph": "X", "cat": "kernel", "name": LONG_KERNEL, "pid": 0, "tid": 7, "ts": 1010.0,
+                                 "dur": 5.0, "args": {"correlation": 0}})
+    src = tmp_path / ("rank0_" + "x" * 200 + ".pt.trace.json.gz")  # a file-derived variant name, as long as it gets
+    src.write_bytes(gzip.compress(json.dumps(trace).encode()))
+    assert run_cli("import", str(src), "--store", str(store)).returncode == 0
+    long_variant = "v" * 300  # longer than an import makes today (the newest run: the index shows it too)
+    timed = synthetic_run().variants[0]
+    untimed = replace(timed, name=long_variant, samples_us=())
+    write_synthetic(store, replace(synthetic_run(run_id="20300101T000000Z-cpu-long-abc123",
+                                                 created_utc="2030-01-01T00:00:00Z", variants=(untimed, timed)),
+                                   source=RunSource.IMPORT, settings=None))
+    site = tmp_path / "site"
+    build_site(store, site, f"/{SUBPATH}/")
+    pages = ["index.html"] + [f"runs/{d.name}/index.html" for d in sorted((site / "runs").iterdir())]
+    texts = [(site / p).read_text(encoding="utf-8") for p in pages]
+    assert long_variant in texts[0] and LONG_OP in "".join(texts) and html.escape(LONG_KERNEL) in "".join(texts)
+    with serve(site, SUBPATH) as base:
+        reports = open_pages([base + p for p in pages], evaluate=WIDTH,
+                             screenshots={base + pages[-1]: SCREENSHOTS / "long-names.png"})
+    assert [r.problems() for r in reports] == [[]] * len(pages)
+    wide = {p: r.evaluated for p, r in zip(pages, reports, strict=True) if r.evaluated["page"] > r.evaluated["window"]}
+    assert wide == {}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -152,7 +152,7 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
         assert esc("aten::_fake_fallback") in text
     assert "<li><strong>naive</strong>: per-call times: wall clock between torch.neuron.synchronize() calls; " \
            "device time: the NTFF via neuron-explorer (total_time 0.0084 s over 3 profiled step(s)" in html
-    assert ('<tr><td class="text">naive</td>\n<td>7</td><td>7</td><td>1</td><td>0</td><td>0</td><td>0</td>'
+    assert ('<tr><td class="text name">naive</td>\n<td>7</td><td>7</td><td>1</td><td>0</td><td>0</td><td>0</td>'
             '<td>16</td><td>28</td>') in html
     assert "<td>1.2 KiB</td>\n<td>3.8 KiB</td><td><strong>3.00×</strong></td>" in html
     assert "| naive | 1.2 KiB | 3.8 KiB | **3.00×** |" in md

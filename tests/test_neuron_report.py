@@ -65,6 +65,6 @@ def test_graphs_and_breaks_on_the_cpu_without_neuron_columns(tmp_path: Path) -> 
     assert "### Graphs and graph breaks (torch.compile)" in md
     assert "| compiled | 2 | 1 | Failed to trace builtin operator |" in md
     assert "NEFF" not in md and "NEFF" not in html and "Adaptive Eager" not in md
-    assert '<td class="text">compiled</td><td>2</td><td>1</td><td class="text">Failed to trace builtin operator</td>' \
+    assert '<td class="text name">compiled</td><td>2</td><td>1</td><td class="text">Failed to trace builtin operator</td>' \
         in html
     assert_markdown_is_inert(md, payloads_shown=False)

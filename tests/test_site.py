@@ -407,9 +407,10 @@ def test_failed_and_imported_variants_are_shown_as_such(tmp_path: Path) -> None:
     assert '<pre class="error">BackendCompilerFailed: no neuronx-cc</pre>' in html
     assert '<span class="badge badge-failed">failed</span>' in html
     assert "compiled: failed" in html
+    assert "Each sample is the mean of back-to-back calls" in html  # a profiled run keeps its own description
     imp = (out / "runs" / RUN_B / "index.html").read_text()
     assert "no timing samples (imported trace)" in imp
-    assert "not recorded (imported trace)" in imp
+    assert "imported, nothing re-run: trace: 2 ProfilerStep# spans; times come from the trace's own events" in imp
     imp_md = (out / "runs" / RUN_B / "report.md").read_text()
     assert "| trace | ok | no timing samples (imported trace) | | |  | — |" in imp_md
     assert not (out / "runs" / RUN_B / "time-per-variant.svg").exists()

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_TRACES = ROOT.parent / "shared" / "traces"
+SHARED_TRACES = Path(os.environ.get("REPORTGEN_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+"""Real traces beside the checkout (a git worktree elsewhere names them in REPORTGEN_SHARED_TRACES)."""
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".cache" / "inductor"))
 os.environ.setdefault("MPLBACKEND", "Agg")

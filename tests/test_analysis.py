@@ -8,7 +8,7 @@ import pytest
 from factories import NAIVE_OPS, synthetic_run, variant
 
 from reportgen import analysis
-from reportgen.analysis import LaneKind
+from reportgen.devices.lanes import Lane
 from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
 
 
@@ -125,6 +125,7 @@ class Ev:
     duration_us: float
     tid: str = "1"
     correlation: int | None = None
+    pid: str = "9"
 
 
 def test_timeline_layout_nests_clips_and_drops_wrappers() -> None:
@@ -142,12 +143,15 @@ def test_timeline_layout_nests_clips_and_drops_wrappers() -> None:
     layout = analysis.timeline_layout(events, start, end, "ProfilerStep#2")
     got = [(b.lane, b.depth, b.start_us, b.duration_us, b.name) for b in layout.bars]
     assert got == [
-        (LaneKind.FRAMEWORK, 0, 10.0, 50.0, "aten::rms_norm"),
-        (LaneKind.FRAMEWORK, 1, 20.0, 10.0, "aten::mul"),
-        (LaneKind.RUNTIME, 0, 25.0, 3.0, "cudaLaunchKernel"),
-        (LaneKind.DEVICE, 0, 90.0, 30.0, "kernel"),
+        (Lane.FRAMEWORK, 0, 10.0, 50.0, "aten::rms_norm"),
+        (Lane.FRAMEWORK, 1, 20.0, 10.0, "aten::mul"),
+        (Lane.RUNTIME, 0, 25.0, 3.0, "cudaLaunchKernel"),
+        (Lane.DEVICE, 0, 90.0, 30.0, "kernel"),
     ]
-    assert layout.lane_depths == ((LaneKind.FRAMEWORK, 2), (LaneKind.RUNTIME, 1), (LaneKind.DEVICE, 1))
+    assert [(t.lane, t.title, t.depth) for t in layout.tracks] == [
+        (Lane.FRAMEWORK, "framework ops · thread 1", 2), (Lane.RUNTIME, "runtime · thread 1", 1),
+        (Lane.DEVICE, "device · stream 1", 1)]
+    assert layout.rows[:2] == ((Lane.FRAMEWORK, "9/1", 0), (Lane.FRAMEWORK, "9/1", 1))
     assert layout.window_us == 120.0
 
 

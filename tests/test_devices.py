@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from reportgen import compare, devices
-from reportgen.analysis import LaneKind
 from reportgen.cli import build_parser
 from reportgen.devices.lanes import Lane
 from reportgen.devices.spec import TraceFacts
@@ -42,7 +41,6 @@ def test_a_device_without_a_backend_cannot_profile() -> None:
 
 
 def test_one_lane_enum() -> None:
-    assert LaneKind is Lane
     assert [lane_of(c) for c in ("kernel", "cuda_sync", "hpu_op", "neuron_hw_exec", "NRT", "nrt_load", "neuron_x")] == [
         Lane.DEVICE, Lane.DEVICE, Lane.DEVICE, Lane.DEVICE, Lane.RUNTIME, Lane.RUNTIME, Lane.RUNTIME]
     work = {c: devices.classify_category(c)[1] for c in ("kernel", "gpu_user_annotation", "cuda_sync",

@@ -12,7 +12,8 @@ from conftest import SHARED_TRACES
 from factories import synthetic_run, variant
 
 from reportgen import analysis, plots
-from reportgen.analysis import LaneKind, TimelineBar
+from reportgen.analysis import TimelineBar, TimelineTrack
+from reportgen.devices.lanes import Lane
 from reportgen.model import VariantStatus
 from reportgen.trace import events_in_window, profiler_steps, read_trace
 
@@ -139,8 +140,9 @@ def test_history_chart_is_reproducible(tmp_path: Path) -> None:
 
 
 def _timeline(name: str = "aten::mul", n: int = 3) -> analysis.TimelineLayout:
-    bars = tuple(TimelineBar(LaneKind.FRAMEWORK, 0, 10.0 * i, 8.0, f"{name}{i}") for i in range(n))
-    return analysis.TimelineLayout(0.0, 10.0 * n, "ProfilerStep#3", bars, ((LaneKind.FRAMEWORK, 1),), n)
+    bars = tuple(TimelineBar(Lane.FRAMEWORK, 0, 10.0 * i, 8.0, f"{name}{i}") for i in range(n))
+    track = TimelineTrack(Lane.FRAMEWORK, "", "framework ops", 1)
+    return analysis.TimelineLayout(0.0, 10.0 * n, "ProfilerStep#3", bars, (track,), n)
 
 
 def test_timeline_of_a_real_rocm_trace_has_runtime_and_device_lanes(tmp_path: Path) -> None:
@@ -153,15 +155,16 @@ def test_timeline_of_a_real_rocm_trace_has_runtime_and_device_lanes(tmp_path: Pa
     else:
         start, end = analysis.iteration_window(trace.events, step.start_us, step.start_us + step.duration_us)
     layout = analysis.timeline_layout(events_in_window(trace, start, end), start, end)
-    lanes = [lane for lane, _ in layout.lane_depths]
-    assert lanes[:3] == [LaneKind.FRAMEWORK, LaneKind.RUNTIME, LaneKind.DEVICE]
+    lanes = list(layout.lanes)
+    assert lanes[:3] == [Lane.FRAMEWORK, Lane.RUNTIME, Lane.DEVICE]
     assert all(0 <= b.start_us <= layout.window_us and b.start_us + b.duration_us <= layout.window_us + 1e-6
                for b in layout.bars)
     plots.timeline_chart(layout, tmp_path / "a.svg", "amd step")
     plots.timeline_chart(layout, tmp_path / "b.svg", "amd step")
     assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
     texts = _texts(_svg(tmp_path / "a.svg"))
-    assert {"framework ops", "runtime", "device", "amd step"} <= set(texts)
+    assert {"framework ops · thread 597913", "framework ops · thread 598009", "runtime · thread 597913",
+            "device · stream 0", "amd step"} <= set(texts)
 
 
 def test_timeline_bytes_do_not_depend_on_the_chart_drawn_before(tmp_path: Path) -> None:
@@ -262,8 +265,8 @@ def test_log_tick_text() -> None:
 
 
 def _many_tiny_bars(n: int) -> analysis.TimelineLayout:
-    bars = tuple(TimelineBar(LaneKind.DEVICE, 0, 0.01 * i, 0.005, f"k{i}") for i in range(n))
-    return analysis.TimelineLayout(0.0, 0.01 * n, "ProfilerStep#1", bars, ((LaneKind.DEVICE, 1),), n)
+    bars = tuple(TimelineBar(Lane.DEVICE, 0, 0.01 * i, 0.005, f"k{i}") for i in range(n))
+    return analysis.TimelineLayout(0.0, 0.01 * n, "ProfilerStep#1", bars, (TimelineTrack(Lane.DEVICE, "", "device", 1),), n)
 
 
 def test_a_huge_timeline_merges_sub_pixel_bars_and_says_so(tmp_path: Path) -> None:
@@ -274,7 +277,7 @@ def test_a_huge_timeline_merges_sub_pixel_bars_and_says_so(tmp_path: Path) -> No
     assert size < 400_000, size
     text = "".join(_svg(tmp_path / "t.svg").itertext())
     assert "50,000 events drawn as" in text and "narrower than a pixel merged" in text
-    drawn, note = plots.timeline_bars(layout, {(LaneKind.DEVICE, 0): 0})
+    drawn, note = plots.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0})
     assert len(drawn) <= plots.MAX_TIMELINE_BARS and note
     # merged bars cover exactly the span the events covered
     assert drawn[0].start_us == 0.0 and math.isclose(drawn[-1].start_us + drawn[-1].duration_us, 0.01 * 49_999 + 0.005)
@@ -282,14 +285,14 @@ def test_a_huge_timeline_merges_sub_pixel_bars_and_says_so(tmp_path: Path) -> No
 
 def test_a_small_timeline_draws_every_bar_unchanged() -> None:
     layout = _many_tiny_bars(plots.MAX_TIMELINE_BARS)
-    drawn, note = plots.timeline_bars(layout, {(LaneKind.DEVICE, 0): 0})
+    drawn, note = plots.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0})
     assert note == "" and [(b.start_us, b.duration_us, b.name) for b in drawn] == \
         [(b.start_us, b.duration_us, b.name) for b in layout.bars]
 
 
 def test_the_bar_cap_keeps_the_widest_when_merging_is_not_enough() -> None:
-    bars = tuple(TimelineBar(LaneKind.DEVICE, 0, 10.0 * i, 5.0 + i % 7, f"k{i}") for i in range(300))
-    layout = analysis.TimelineLayout(0.0, 3000.0, "s", bars, ((LaneKind.DEVICE, 1),), 300)
-    drawn, note = plots.timeline_bars(layout, {(LaneKind.DEVICE, 0): 0}, max_bars=100)
+    bars = tuple(TimelineBar(Lane.DEVICE, 0, 10.0 * i, 5.0 + i % 7, f"k{i}") for i in range(300))
+    layout = analysis.TimelineLayout(0.0, 3000.0, "s", bars, (TimelineTrack(Lane.DEVICE, "", "device", 1),), 300)
+    drawn, note = plots.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0}, max_bars=100)
     assert len(drawn) == 100 and "200 narrower ones left out" in note
     assert min(b.duration_us for b in drawn) >= max(b.duration_us for b in bars) - 2

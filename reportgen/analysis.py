@@ -352,6 +352,14 @@ class VariantDigest:
 
 
 @dataclass(frozen=True)
+class ShapeDigest:
+    """One shape of a run's sweep as the history needs it: per variant the median, its CI and the speedup."""
+
+    shape: str
+    variants: tuple[VariantDigest, ...]
+
+
+@dataclass(frozen=True)
 class RunDigest:
     """What the index and the history charts show of a run (kept in the site manifest)."""
 
@@ -367,6 +375,8 @@ class RunDigest:
     baseline: str | None
     variants: tuple[VariantDigest, ...]
     machine: str | None = None
+    shapes: tuple[ShapeDigest, ...] = ()
+    """The run's sweep, one entry per shape measured (its own shape excluded): each joins that shape's history."""
 
     @property
     def ok(self) -> bool:
@@ -395,7 +405,29 @@ def digest(run: Run, view: RunView | None = None) -> RunDigest:
                                       s.ci_high_us if s else None, gain))
     return RunDigest(run.run_id, run.created_utc, run.label, run.source, run.device,
                      run.environment.device_name or "", run.scenario.name, dict(run.scenario.parameters),
-                     run.git.sha, base, tuple(variants), run.environment.machine)
+                     run.git.sha, base, tuple(variants), run.environment.machine, _shape_digests(run, base))
+
+
+def _shape_digests(run: Run, base: str | None) -> tuple[ShapeDigest, ...]:
+    """Each swept shape but the run's own: per variant the median and CI, and the speedup over ``base`` there."""
+    own = run.scenario.parameters.get("shape")
+    out = []
+    for point in run.sweep:
+        shape = ",".join(str(d) for d in point.shape)
+        if point.error is not None or shape == own:
+            continue
+        summaries = {s.variant: stats.summarize(s.samples_us) if s.status is not VariantStatus.FAILED else None
+                     for s in point.samples}
+        base_summary = summaries.get(base) if base else None
+        variants = []
+        for s in point.samples:
+            m = summaries[s.variant]
+            gain = (base_summary.median_us / m.median_us
+                    if m is not None and base_summary is not None and s.variant != base and m.median_us > 0 else None)
+            variants.append(VariantDigest(s.variant, s.status, m.median_us if m else None, m.ci_low_us if m else None,
+                                          m.ci_high_us if m else None, gain))
+        out.append(ShapeDigest(shape, tuple(variants)))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -452,9 +484,17 @@ def history(digests: Sequence[RunDigest]) -> tuple[HistoryGroup, ...]:
     """Per group (sorted by title), per variant, the median time and speedup of every run that timed it."""
     groups: dict[GroupKey, list[RunDigest]] = {}
     for d in sorted(digests, key=lambda r: (r.created_utc, r.run_id)):
-        groups.setdefault(group_key(d), []).append(d)
+        for member in (d, *_per_shape(d)):
+            groups.setdefault(group_key(member), []).append(member)
     out = [_history_group(key, members) for key, members in groups.items()]
     return tuple(sorted(out, key=lambda g: (g.title, g.key)))
+
+
+def _per_shape(d: RunDigest) -> list[RunDigest]:
+    """A sweep run's shapes as digests of their own shape, so each joins that shape's history."""
+    return [RunDigest(d.run_id, d.created_utc, d.label, d.source, d.device, d.device_name, d.scenario,
+                      {**d.parameters, "shape": s.shape}, d.git_sha, d.baseline, s.variants, d.machine)
+            for s in d.shapes]
 
 
 def _history_group(key: GroupKey, runs: list[RunDigest]) -> HistoryGroup:

@@ -300,9 +300,7 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     check_threads(args.threads)
     check_seed(args.seed)
     check_input_size(shape, dtype)
-    sweep = _sweep_of(getattr(args, "sweep", None), config, scenario)
-    for point in sweep:
-        check_input_size(point, dtype)
+    sweep = _sweep_of(getattr(args, "sweep", None), config, scenario, dtype)
     check_label(args.label)
     check_store(store)
     settings = MeasureSettingsIn(samples=args.samples or 50, warmup=3 if args.warmup is None else args.warmup)
@@ -311,19 +309,30 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
                           args.threads, store, args.quiet, params, config.machine, sweep)
 
 
-def _sweep_of(flag: str | None, config: Config, scenario: Scenario) -> tuple[tuple[int, ...], ...]:
-    """The shapes to sweep: ``--sweep`` (``none`` turns the config's off), else the config's ``sweep``.
+def _sweep_of(flag: str | None, config: Config, scenario: Scenario, dtype: str = "float32"
+              ) -> tuple[tuple[int, ...], ...]:
+    """The shapes to sweep: ``--sweep`` (``none`` turns the config's off), else the config's ``sweep``; each
+    checked to fit in memory. Errors name where the sweep came from (the flag, or the config file and key).
 
     A config ``sweep = "default"`` skips scenarios that declare no default sweep (it is set for them all).
     """
-    from reportgen.scenario import parse_sweep
+    from reportgen.scenario import check_input_size, parse_sweep
+
+    def checked(text: str) -> tuple[tuple[int, ...], ...]:
+        shapes = parse_sweep(text, scenario)
+        try:
+            for shape in shapes:
+                check_input_size(shape, dtype)
+        except ScenarioError as exc:
+            raise ScenarioError(f"sweep {exc.message}", field="sweep") from None
+        return shapes
 
     if flag is not None:
-        return () if flag.strip() == "none" else parse_sweep(flag, scenario)
+        return () if flag.strip() == "none" else checked(flag)
     if config.sweep is None or (config.sweep.strip() == "default" and not scenario.default_sweep):
         return ()
     try:
-        return parse_sweep(config.sweep, scenario)
+        return checked(config.sweep)
     except ScenarioError as exc:
         raise ConfigError(f"{config.origin('sweep')} {exc.message.removeprefix('sweep').lstrip(': ')}") from None
 

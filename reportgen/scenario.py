@@ -270,12 +270,12 @@ def parse_shape(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(x) for x in text.replace("x", ",").split(","))
     except ValueError:  # also an integer past Python's 4,300-digit limit
-        raise ScenarioError(f"shape {shown}: expected comma-separated positive integers, e.g. 4,2048,4096") from None
+        raise ScenarioError(f"shape {shown}: expected comma-separated positive integers, e.g. 4,2048,4096", field="shape") from None
     if not dims or any(d <= 0 for d in dims):
-        raise ScenarioError(f"shape {shown}: every dimension must be a positive integer")
+        raise ScenarioError(f"shape {shown}: every dimension must be a positive integer", field="shape")
     big = next((d for d in dims if d > MAX_DIMENSION), None)
     if big is not None:
-        raise ScenarioError(f"shape {shown}: dimension {big} is larger than {MAX_DIMENSION}; use a smaller shape")
+        raise ScenarioError(f"shape {shown}: dimension {big} is larger than {MAX_DIMENSION}; use a smaller shape", field="shape")
     return dims
 
 
@@ -298,7 +298,10 @@ def parse_sweep(text: str, scenario: Scenario) -> tuple[tuple[int, ...], ...]:
         if not parts:
             raise ScenarioError("sweep: expected shapes separated by ';', e.g. 1,4096; 64,4096, or 'default'",
                                 field="sweep")
-        shapes = [parse_shape(p) for p in parts[: MAX_SWEEP_POINTS + 1]]
+        try:
+            shapes = [parse_shape(p) for p in parts[: MAX_SWEEP_POINTS + 1]]
+        except ScenarioError as exc:  # the shape came from the sweep, not from a shape of its own
+            raise ScenarioError(f"sweep {exc.message}", field="sweep") from None
     unique = list(dict.fromkeys(shapes))
     if len(unique) > MAX_SWEEP_POINTS:
         raise ScenarioError(f"sweep: more than {MAX_SWEEP_POINTS} shapes; split the sweep into several runs",
@@ -324,14 +327,14 @@ def check_input_size(shape: tuple[int, ...], dtype: str, memory_bytes: int | Non
     if memory and size > memory // 2:
         raise ScenarioError(f"shape {','.join(map(str, shape))}: one {dtype} input of {elements:.3g} elements is "
                             f"{size / 1e9:,.0f} GB, more than half of this machine's {memory / 1e9:,.0f} GB of "
-                            "memory; use a smaller shape")
+                            "memory; use a smaller shape", field="shape")
 
 
 def check_seed(seed: int) -> None:
     """Refuse a seed the random generator cannot take."""
     low, high = SEED_RANGE
     if not low <= seed <= high:
-        raise UsageError(f"seed {seed}: must be between {low} and {high}")
+        raise UsageError(f"seed {seed}: must be between {low} and {high}", field="seed")
 
 
 def check_threads(threads: int | None) -> None:
@@ -340,9 +343,10 @@ def check_threads(threads: int | None) -> None:
         return
     limit = THREADS_PER_CPU * (os.cpu_count() or 1)
     if threads < 1:
-        raise UsageError(f"threads {threads}: must be at least 1")
+        raise UsageError(f"threads {threads}: must be at least 1", field="threads")
     if threads > limit:
-        raise UsageError(f"threads {threads}: at most {limit} ({THREADS_PER_CPU} per CPU here); use fewer")
+        raise UsageError(f"threads {threads}: at most {limit} ({THREADS_PER_CPU} per CPU here); use fewer",
+                         field="threads")
 
 
 def parse_dtype(text: str) -> str:

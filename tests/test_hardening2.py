@@ -379,11 +379,11 @@ def test_threads_are_capped() -> None:
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    (("--shape", ""), "shape '': expected comma-separated positive integers, e.g. 4,2048,4096"),
-    (("--shape", "100000,100000,100000"), "shape 100000,100000,100000: one float32 input of 1e+15 elements is "),
-    (("--seed", str(2**70)), "seed 1180591620717411303424: must be between"),
-    (("--threads", "100000"), "threads 100000: at most "),
-    (("--shape", "9223372036854775808"), "shape '9223372036854775808': dimension 9223372036854775808 is larger "),
+    (("--shape", ""), "--shape '': expected comma-separated positive integers, e.g. 4,2048,4096"),
+    (("--shape", "100000,100000,100000"), "--shape 100000,100000,100000: one float32 input of 1e+15 elements is "),
+    (("--seed", str(2**70)), "--seed 1180591620717411303424: must be between"),
+    (("--threads", "100000"), "--threads 100000: at most "),
+    (("--shape", "9223372036854775808"), "--shape '9223372036854775808': dimension 9223372036854775808 is larger "),
 ])
 def test_profile_refuses_bad_numbers_in_one_line(extra: tuple[str, ...], message: str, tmp_path: Path, fast_peak: None,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

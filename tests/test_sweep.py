@@ -184,8 +184,9 @@ def test_parse_sweep_forms_and_errors() -> None:
     with pytest.raises(ScenarioError, match="no default sweep") as info:
         parse_sweep("default", dataclasses.replace(sc, default_sweep=()))
     assert info.value.as_flag_message().startswith("--sweep default")
-    with pytest.raises(ScenarioError, match="shape '1,x'"):
+    with pytest.raises(ScenarioError, match="sweep shape '1,x'") as bad:
         parse_sweep("4,8; 1,x", sc)
+    assert bad.value.as_flag_message().startswith("--sweep shape '1,x': expected comma-separated")
     with pytest.raises(ScenarioError, match=f"more than {MAX_SWEEP_POINTS} shapes"):
         parse_sweep(";".join(f"{i},8" for i in range(1, MAX_SWEEP_POINTS + 2)), sc)
 
@@ -411,3 +412,49 @@ def test_compare_per_shape_intervals_are_widened_by_a_measured_drift() -> None:
     assert wide.drift_included and not narrow.drift_included
     assert wide.change_pct == pytest.approx(narrow.change_pct)
     assert wide.ci_low_pct < narrow.ci_low_pct - 5 and wide.ci_high_pct > narrow.ci_high_pct + 5
+
+
+# ---------------------------------------------------------------------------------------------
+# History per shape
+
+
+def test_each_swept_shape_joins_that_shapes_history_and_survives_the_manifest() -> None:
+    import json as _json
+
+    from reportgen.analysis import digest, history
+    from reportgen.codec import to_jsonable
+    from reportgen.site.manifest import digest_from_manifest
+
+    def run(i: int, fused_us: float):  # type: ignore[no-untyped-def]
+        r = _swept(f"20261130T00{i}000Z-cpu-r-{i:06d}", f"2026-11-30T00:{i}0:00Z",
+                   {(1, 4096): {"naive": 10.0, "fused": fused_us}, (4, 64): {"naive": 3.0}})
+        return r  # the run's own shape is 4,64: that sweep point is not counted twice
+
+    digests = [digest(run(1, 5.0)), digest(run(2, 4.0))]
+    assert [s.shape for s in digests[0].shapes] == ["1,4096"]
+    groups = {g.parameters: g for g in history(digests)}
+    small = groups[(("dtype", "float32"), ("shape", "1,4096"))]
+    assert small.run_ids == (digests[0].run_id, digests[1].run_id)
+    fused = next(s for s in small.series if s.variant == "fused")
+    assert [p.median_us for p in fused.points] == [pytest.approx(5.0), pytest.approx(4.0)]
+    assert [p.speedup for p in fused.points] == [pytest.approx(2.0), pytest.approx(2.5)]
+    own = groups[(("dtype", "float32"), ("shape", "4,64"))]
+    assert len(own.run_ids) == 2 and len(set(own.run_ids)) == 2  # the profiled shape, once per run
+    stored = _json.loads(_json.dumps(to_jsonable(digests[0])))
+    assert digest_from_manifest(stored) == digests[0]  # the fast path reads the shapes back exactly
+
+
+def test_a_sweep_shape_too_large_for_memory_names_the_flag_or_the_config(tmp_path: Path) -> None:
+    from reportgen.cli import _sweep_of
+    from reportgen.config import load_config
+    from reportgen.errors import ConfigError
+
+    sc = load_scenario("rmsnorm")
+    config = load_config(cwd=tmp_path)
+    with pytest.raises(ScenarioError) as info:
+        _sweep_of("1,64; 100000,100000,100000", config, sc)
+    assert info.value.as_flag_message().startswith("--sweep shape 100000,100000,100000: one float32 input of 1e+15")
+    (tmp_path / "reportgen.toml").write_text('sweep = ["100000,100000,100000"]\n')
+    with pytest.raises(ConfigError) as from_file:
+        _sweep_of(None, load_config(cwd=tmp_path), sc)
+    assert "reportgen.toml: sweep shape 100000,100000,100000: one float32 input" in str(from_file.value)

@@ -158,9 +158,28 @@ def digest_from_manifest(data: object) -> analysis.RunDigest | None:
     if source is None or device is None or any(v is None for v in decoded) or not (
             data["machine"] is None or _is_text(data["machine"])):
         return None
+    shapes = _shape_digests_from_manifest(data["shapes"])
+    if shapes is None:
+        return None
     return analysis.RunDigest(data["run_id"], data["created_utc"], data["label"], source, device,
                               data["device_name"], data["scenario"], dict(params), sha, base,
-                              tuple(v for v in decoded if v is not None), data["machine"])
+                              tuple(v for v in decoded if v is not None), data["machine"], shapes)
+
+
+def _shape_digests_from_manifest(data: object) -> tuple[analysis.ShapeDigest, ...] | None:
+    """A digest's sweep shapes as written by this reportgen; None for anything else."""
+    if type(data) is not list:
+        return None
+    out = []
+    for item in data:
+        if type(item) is not dict or item.keys() != {"shape", "variants"} or not _is_text(item["shape"]) \
+                or type(item["variants"]) is not list:
+            return None
+        decoded = [_variant_digest_from_manifest(v) for v in item["variants"]]
+        if any(v is None for v in decoded):
+            return None
+        out.append(analysis.ShapeDigest(item["shape"], tuple(v for v in decoded if v is not None)))
+    return tuple(out)
 
 
 def _variant_digest_from_manifest(data: object) -> analysis.VariantDigest | None:

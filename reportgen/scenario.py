@@ -270,7 +270,8 @@ def parse_shape(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(x) for x in text.replace("x", ",").split(","))
     except ValueError:  # also an integer past Python's 4,300-digit limit
-        raise ScenarioError(f"shape {shown}: expected comma-separated positive integers, e.g. 4,2048,4096", field="shape") from None
+        raise ScenarioError(f"shape {shown}: expected comma-separated positive integers, e.g. 4,2048,4096",
+                            field="shape") from None
     if not dims or any(d <= 0 for d in dims):
         raise ScenarioError(f"shape {shown}: every dimension must be a positive integer", field="shape")
     big = next((d for d in dims if d > MAX_DIMENSION), None)

@@ -170,10 +170,21 @@ def blockwise(base: Path, head: Path, opts: argparse.Namespace, store: Path) -> 
     doc = json.loads(proc.stdout)
     variants = {}
     for v in doc["variants"]:
-        verdict = {"slower": "regression", "faster": "improvement"}.get(v["outcome"], "no change")
-        variants[v["name"]] = {"verdict": verdict, "change_pct": v.get("change_pct"), "ci_low_pct": v.get("ci_low_pct"),
+        verdict = {"slower": "regression", "faster": "improvement", "inconclusive": "inconclusive"}.get(
+            v["outcome"], "no change")
+        variants[v["name"]] = {"verdict": verdict, "old_verdict": _within_run_verdict(v, opts.threshold),
+                               "change_pct": v.get("change_pct"), "ci_low_pct": v.get("ci_low_pct"),
                                "ci_high_pct": v.get("ci_high_pct")}
     return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "variants": variants}
+
+
+def _within_run_verdict(v: dict[str, Any], threshold: float) -> str:
+    """What the old gate said: the change judged on the interval of the samples within the two runs only
+    (``within_ci_*``), before compare widened it by the drift between runs."""
+    change, lo, hi = v.get("change_pct"), v.get("within_ci_low_pct"), v.get("within_ci_high_pct")
+    if change is None or lo is None or hi is None or abs(change) < threshold or lo <= 0 <= hi:
+        return "no change"
+    return "regression" if change > 0 else "improvement"
 
 
 def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -> dict[str, Any]:
@@ -207,10 +218,16 @@ def summarize_cell(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"verdicts": len(verdicts), "errors": len(verdicts) - len(ok)}
     for name in sorted({n for v in ok for n in v["variants"]}):
         counts: dict[str, int] = {}
+        old: dict[str, int] = {}
         for v in ok:
             verdict = v["variants"].get(name, {}).get("verdict", "missing")
             counts[verdict] = counts.get(verdict, 0) + 1
+            if "old_verdict" in v["variants"].get(name, {}):
+                before = v["variants"][name]["old_verdict"]
+                old[before] = old.get(before, 0) + 1
         out[name] = counts
+        if old:
+            out[f"{name}_within_run_only"] = old  # the old gate: the interval of the samples within the runs
     changes = [v["variants"]["fused"]["change_pct"] for v in ok
                if v["variants"].get("fused", {}).get("change_pct") is not None]
     if changes:

@@ -264,6 +264,8 @@ class MeasureSettings:
     profile_active: int
     cache_flush_bytes: int = 0
     """Bytes written to flush the device cache before each timed call (CUDA: the L2); 0: no flush."""
+    timing_rounds: int = 0
+    """Interleaved rounds the samples were taken in (a block of every variant per round); 0: one block each."""
 
 
 @dataclass(frozen=True)

@@ -317,6 +317,8 @@ class SweepPoint:
     bytes_per_call: int
     flops_per_call: int
     samples: tuple[SweepSample, ...] = ()
+    params: dict[str, str] = field(default_factory=dict)
+    """Scenario parameters this point sets (``--sweep-param``), as recorded in ``ScenarioInfo.parameters``."""
     rounds: int = 0
     """Interleaved rounds the samples were taken in (each round: a block of samples of every variant)."""
     cache_flush_bytes: int = 0

@@ -66,6 +66,18 @@ class ProfileRequest:
     """The user's name for the machine (recorded in the run's environment); None: unnamed."""
     sweep: tuple[tuple[int, ...], ...] = ()
     """Shapes timed besides the profiled one (``--sweep``); empty: no sweep."""
+    sweep_params: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """Declared parameters swept (``--sweep-param``): every combination at every sweep shape (or the shape)."""
+
+    def sweep_points(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
+        """(shape, parameter values) of every sweep point: the shapes × every combination of swept parameters."""
+        if not self.sweep and not self.sweep_params:
+            return []
+        shapes = self.sweep or (self.shape,)
+        combos: list[dict[str, Any]] = [{}]
+        for name, values in self.sweep_params:
+            combos = [{**c, name: v} for c in combos for v in values]
+        return [(shape, combo) for shape in shapes for combo in combos]
 
 
 class ProgressPrinter:
@@ -144,7 +156,8 @@ def run_profile(request: ProfileRequest) -> int:
     with _work_folder() as work:
         log = work / LOG_FILE
         with captured_output(log) as terminal:
-            progress = ProgressPrinter(2 * len(request.variants) + 1 + len(request.sweep), request.quiet, terminal)
+            progress = ProgressPrinter(2 * len(request.variants) + 1 + len(request.sweep_points()), request.quiet,
+                                       terminal)
             params = ", ".join(f"{k}={v}" for k, v in request.params.items())
             progress(f"device {backend.kind.value} ({backend.device_name()}), scenario {request.scenario.name}, "
                      f"shape {request.shape}, {request.dtype}" + (f", {params}" if params else "")
@@ -225,17 +238,21 @@ def _with_compute_roof(peak: DevicePeak, backend: Backend, dtype: str) -> Device
 
 def _measure_sweep(request: ProfileRequest, backend: Backend, progress: ProgressPrinter) -> tuple[SweepPoint, ...]:
     """Every shape of ``request.sweep``, each point's variants interleaved (see ``measure_sweep``)."""
-    if not request.sweep:
+    wanted = request.sweep_points()
+    if not wanted:
         return ()
     from reportgen.measure_sweep import SweepPlan, compiled_variants, measure_point
 
     plan = SweepPlan(request.scenario, compiled_variants(backend, request.scenario, request.variants),
                      request.dtype, request.seed, request.params, warmup=request.settings.warmup)
     points = []
-    for i, shape in enumerate(request.sweep, 1):
+    for i, (shape, overrides) in enumerate(wanted, 1):
         progress.start_variant()
-        progress(f"sweep {i}/{len(request.sweep)}: shape {','.join(str(d) for d in shape)}")
-        points.append(measure_point(backend, plan, shape, progress))
+        shown = {p.name: p.show(overrides[p.name]) for p in request.scenario.params if p.name in overrides}
+        progress(f"sweep {i}/{len(wanted)}: shape {','.join(str(d) for d in shape)}"
+                 + "".join(f", {k}={v}" for k, v in shown.items()))
+        plan_here = dataclasses.replace(plan, params={**request.params, **overrides})
+        points.append(dataclasses.replace(measure_point(backend, plan_here, shape, progress), params=shown))
     return tuple(points)
 
 

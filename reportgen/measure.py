@@ -140,6 +140,9 @@ class _Prepared:
     bad_leaf: str | None
     calls: int
     dynamo_before: Any
+    dynamo_after: Any
+    """dynamo's counters before and after this variant's compile and warm-up (None for an eager variant): taken
+    here, not after the rounds, so another compiled variant's graphs are never counted as this one's."""
     samples: list[float] = field(default_factory=list)
 
 
@@ -208,7 +211,9 @@ def _prepare(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         if warmed > settings.warmup:
             progress(f"{variant.name}: timings settled after {warmed} warm-up calls")
         calls = calls_per_sample(backend, fn, args, settings.calls_per_sample, settings.min_sample_us, variant.inplace)
-    return _Prepared(variant, work_dir, base, fn, args, first_us, correctness, bad_leaf, calls, dynamo_before)
+    dynamo_after = dynamo_snapshot(torch) if variant.compile else None
+    return _Prepared(variant, work_dir, base, fn, args, first_us, correctness, bad_leaf, calls, dynamo_before,
+                     dynamo_after)
 
 
 def _timing_rounds(backend: Backend, ready: dict[str, _Prepared], inputs: VariantInputs, settings: MeasureSettingsIn,
@@ -241,7 +246,7 @@ def _finish(backend: Backend, p: _Prepared, settings: MeasureSettingsIn, progres
     with torch.no_grad():
         capture = _profile(backend, p.fn, p.args, settings, p.work_dir)
     evidence = backend.variant_evidence(p.work_dir, settings.profile_active, capture.device_events_per_step)
-    compile_info = (compile_info_since(p.dynamo_before, dynamo_snapshot(torch), evidence)
+    compile_info = (compile_info_since(p.dynamo_before, p.dynamo_after, evidence)
                     if p.dynamo_before is not None else eager_compile_info(evidence))
     samples = p.samples
     median = sorted(samples)[len(samples) // 2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from reportgen import stats
@@ -357,6 +357,8 @@ class ShapeDigest:
 
     shape: str
     variants: tuple[VariantDigest, ...]
+    params: dict[str, str] = field(default_factory=dict)
+    """Scenario parameters the sweep point set (``--sweep-param``); they key its history too."""
 
 
 @dataclass(frozen=True)
@@ -410,11 +412,11 @@ def digest(run: Run, view: RunView | None = None) -> RunDigest:
 
 def _shape_digests(run: Run, base: str | None) -> tuple[ShapeDigest, ...]:
     """Each swept shape but the run's own: per variant the median and CI, and the speedup over ``base`` there."""
-    own = run.scenario.parameters.get("shape")
     out = []
     for point in run.sweep:
         shape = ",".join(str(d) for d in point.shape)
-        if point.error is not None or shape == own:
+        params = {**run.scenario.parameters, "shape": shape, **point.params}
+        if point.error is not None or params == run.scenario.parameters:
             continue
         summaries = {s.variant: stats.summarize(s.samples_us) if s.status is not VariantStatus.FAILED else None
                      for s in point.samples}
@@ -426,7 +428,7 @@ def _shape_digests(run: Run, base: str | None) -> tuple[ShapeDigest, ...]:
                     if m is not None and base_summary is not None and s.variant != base and m.median_us > 0 else None)
             variants.append(VariantDigest(s.variant, s.status, m.median_us if m else None, m.ci_low_us if m else None,
                                           m.ci_high_us if m else None, gain))
-        out.append(ShapeDigest(shape, tuple(variants)))
+        out.append(ShapeDigest(shape, tuple(variants), dict(point.params)))
     return tuple(out)
 
 
@@ -493,7 +495,7 @@ def history(digests: Sequence[RunDigest]) -> tuple[HistoryGroup, ...]:
 def _per_shape(d: RunDigest) -> list[RunDigest]:
     """A sweep run's shapes as digests of their own shape, so each joins that shape's history."""
     return [RunDigest(d.run_id, d.created_utc, d.label, d.source, d.device, d.device_name, d.scenario,
-                      {**d.parameters, "shape": s.shape}, d.git_sha, d.baseline, s.variants, d.machine)
+                      {**d.parameters, "shape": s.shape, **s.params}, d.git_sha, d.baseline, s.variants, d.machine)
             for s in d.shapes]
 
 

@@ -120,6 +120,9 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
                    help="also time these shapes, separated by ';' (e.g. '1,4096; 64,4096; 4096,8192'), or "
                    "'default' for the scenario's sweep, 'none' for no sweep (default: the config's sweep); the run "
                    "page gets a per-shape table, a scaling chart and a roofline")
+    p.add_argument("--sweep-param", action="append", default=None, metavar="NAME=V1,V2",
+                   help="also time these values of a declared scenario parameter (repeatable; every combination, at "
+                   "every sweep shape or at the shape), e.g. --sweep-param eps=1e-5,1e-6 (default: the config's)")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the scenario's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", default="", help="free text shown in reports (e.g. the change being measured)")
@@ -301,12 +304,13 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     check_seed(args.seed)
     check_input_size(shape, dtype)
     sweep = _sweep_of(getattr(args, "sweep", None), config, scenario, dtype)
+    sweep_params = _sweep_params_of(getattr(args, "sweep_param", None), config, scenario, len(sweep) or 1)
     check_label(args.label)
     check_store(store)
     settings = MeasureSettingsIn(samples=args.samples or 50, warmup=3 if args.warmup is None else args.warmup)
     device = config.device if getattr(args, "device", None) is None else args.device
     return ProfileRequest(device, scenario, shape, dtype, args.seed, args.label, chosen, settings,
-                          args.threads, store, args.quiet, params, config.machine, sweep)
+                          args.threads, store, args.quiet, params, config.machine, sweep, sweep_params)
 
 
 def _sweep_of(flag: str | None, config: Config, scenario: Scenario, dtype: str = "float32"
@@ -335,6 +339,31 @@ def _sweep_of(flag: str | None, config: Config, scenario: Scenario, dtype: str =
         return checked(config.sweep)
     except ScenarioError as exc:
         raise ConfigError(f"{config.origin('sweep')} {exc.message.removeprefix('sweep').lstrip(': ')}") from None
+
+
+def _sweep_params_of(flags: list[str] | None, config: Config, scenario: Scenario, shapes: int
+                     ) -> tuple[tuple[str, tuple[object, ...]], ...]:
+    """``--sweep-param`` values (else the config's ``sweep_params`` this scenario declares), at most
+    MAX_SWEEP_POINTS points in all with the sweep's ``shapes``."""
+    from reportgen.scenario import MAX_SWEEP_POINTS, parse_sweep_params
+
+    if flags:
+        swept = parse_sweep_params(flags, scenario)
+    else:
+        declared = {p.name for p in scenario.params}
+        items = [f"{k}={v}" for k, v in config.sweep_params.items() if k in declared]
+        try:
+            swept = parse_sweep_params(items, scenario)
+        except ScenarioError as exc:
+            raise ConfigError(f"{config.origin('sweep_params')}: {exc.message}") from None
+    points = shapes
+    for _name, values in swept:
+        points *= len(values)
+    if swept and points > MAX_SWEEP_POINTS:
+        raise ScenarioError(f"sweep_param: {points} points (shapes × parameter values), more than "
+                            f"{MAX_SWEEP_POINTS}; sweep fewer values or split the sweep into several runs",
+                            field="sweep_param")
+    return swept
 
 
 def _check_at_least(flag: str, value: int | None, minimum: int) -> None:

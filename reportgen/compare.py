@@ -340,11 +340,11 @@ def compare_runs(base: Run, head: Run, threshold_pct: float, history: Sequence[R
 
 def shape_changes(base: Run, head: Run, changes: Sequence[VariantChange]) -> tuple[ShapeChange, ...]:
     """Every variant at every shape both sweeps measured without error, in head's order."""
-    base_points = {p.shape: p for p in base.sweep if p.error is None}
+    base_points = {(p.shape, tuple(sorted(p.params.items()))): p for p in base.sweep if p.error is None}
     drift = {v.name: v.drift_pct for v in changes}
     out = []
     for point in head.sweep:
-        before = base_points.get(point.shape)
+        before = base_points.get((point.shape, tuple(sorted(point.params.items()))))
         if point.error is not None or before is None:
             continue
         for h in point.samples:
@@ -356,7 +356,8 @@ def shape_changes(base: Run, head: Run, changes: Sequence[VariantChange]) -> tup
                 continue
             sd = drift.get(h.variant)
             lo, hi = widen_by_sd(r.value, r.ci_low, r.ci_high, sd / 100) if sd is not None else (r.ci_low, r.ci_high)
-            out.append(ShapeChange(",".join(str(d) for d in point.shape), h.variant, median(b.samples_us) or 0.0,
+            label = ",".join(str(d) for d in point.shape) + "".join(f" · {k}={v}" for k, v in point.params.items())
+            out.append(ShapeChange(label, h.variant, median(b.samples_us) or 0.0,
                                    median(h.samples_us) or 0.0, (r.value - 1) * 100, (lo - 1) * 100,
                                    (hi - 1) * 100, sd is not None))
     return tuple(out)

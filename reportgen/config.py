@@ -30,7 +30,8 @@ DEVICES = ("auto", "neuron", "cuda", "cpu")
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 ENV_VARS = {"store": "REPORTGEN_STORE", "machine": "REPORTGEN_MACHINE", "device": "REPORTGEN_DEVICE"}
-KEYS = ("scenarios", "store", "site", "base_url", "device", "machine", "threshold", "baseline", "params", "sweep")
+KEYS = ("scenarios", "store", "site", "base_url", "device", "machine", "threshold", "baseline", "params", "sweep",
+        "sweep_params")
 DEFAULT_ORIGIN = "default"
 
 
@@ -52,6 +53,8 @@ class Config:
     params: Mapping[str, str] = field(default_factory=dict)
     sweep: str | None = None
     """Shapes ``reportgen profile`` also times, as ``--sweep`` takes them (``default``, ``1,4096; 64,4096``)."""
+    sweep_params: Mapping[str, str] = field(default_factory=dict)
+    """Parameter values ``reportgen profile`` also times, as ``--sweep-param`` takes them: name -> ``v1,v2``."""
     origins: Mapping[str, str] = field(default_factory=dict)
 
     def origin(self, key: str) -> str:
@@ -71,6 +74,7 @@ class Config:
             "baseline": self.baseline or "(each scenario's own)",
             "params": ", ".join(f"{k}={v}" for k, v in sorted(self.params.items())) or "(none)",
             "sweep": self.sweep or "(none: one shape per run)",
+            "sweep_params": "; ".join(f"{k}={v}" for k, v in sorted(self.sweep_params.items())) or "(none)",
         }
         return [(k, shown[k], self.origin(k)) for k in KEYS]
 
@@ -176,6 +180,17 @@ def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -
         if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
             raise ConfigError(f'{where}: expected "default" or a list of shapes, e.g. ["1,4096", "64,4096"]')
         return "; ".join(x.strip() for x in items)
+    if key == "sweep_params":
+        if not isinstance(raw, dict) or not raw:
+            raise ConfigError(f'{where}: expected a table of parameter values, e.g. sweep_params = {{ eps = ["1e-5", "1e-6"] }}')
+        out: dict[str, str] = {}
+        for name, values in raw.items():
+            items = [values] if isinstance(values, str) else values
+            if not PARAM_NAME_RE.match(str(name)) or not isinstance(items, list) or not items \
+                    or not all(isinstance(x, str) and x.strip() and "," not in x for x in items):
+                raise ConfigError(f'{where}.{name}: expected a list of values as strings, e.g. ["1e-5", "1e-6"]')
+            out[str(name)] = ",".join(x.strip() for x in items)
+        return out
     if key == "params":
         if not isinstance(raw, dict):
             raise ConfigError(f'{where}: expected a table of parameter defaults, e.g. params = {{ eps = "1e-5" }}')

@@ -10,8 +10,9 @@ import dataclasses
 import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,21 +104,95 @@ def clone_args(value: Any) -> Any:
 def measure_variant(backend: Backend, variant: Variant, inputs: VariantInputs, settings: MeasureSettingsIn,
                     work_dir: Path, progress: Progress) -> VariantOutcome:
     """All measurements of one variant; any exception marks it FAILED with its error, never drops it."""
-    base = VariantResult(name=variant.name, status=VariantStatus.FAILED, description=variant.description,
-                         time_basis=backend.time_basis, bytes_per_call=inputs.bytes_per_call,
-                         flops_per_call=inputs.flops_per_call)
+    return measure_variants(backend, [(variant, work_dir)], inputs, settings, progress)[0]
+
+
+MAX_ROUNDS = 10
+"""Timing samples are taken in at most this many interleaved rounds (each a block of samples per variant)."""
+
+
+def round_order(names: Sequence[str], index: int) -> list[str]:
+    """The variants' order in round ``index``: rotated by the round, reversed on odd rounds (ABBA for two)."""
+    n = len(names)
+    if n == 0:
+        return []
+    rotated = [names[(i + index // 2) % n] for i in range(n)]
+    return rotated[::-1] if index % 2 else rotated
+
+
+def round_blocks(samples: int, rounds: int = MAX_ROUNDS) -> list[int]:
+    """``samples`` split into at most ``rounds`` blocks as equal as possible: 50 -> ten blocks of 5."""
+    k = max(1, min(rounds, samples))
+    return [samples // k + (1 if i < samples % k else 0) for i in range(k)]
+
+
+@dataclass
+class _Prepared:
+    """A variant after its first call, warm-up and calibration, ready for timing rounds and the profiler."""
+
+    variant: Variant
+    work_dir: Path
+    base: VariantResult
+    fn: Callable[..., Any]
+    args: CallArgs
+    first_us: float
+    correctness: Correctness
+    bad_leaf: str | None
+    calls: int
+    dynamo_before: Any
+    dynamo_after: Any
+    """dynamo's counters before and after this variant's compile and warm-up (None for an eager variant): taken
+    here, not after the rounds, so another compiled variant's graphs are never counted as this one's."""
+    samples: list[float] = field(default_factory=list)
+
+
+def measure_variants(backend: Backend, variants: Sequence[tuple[Variant, Path]], inputs: VariantInputs,
+                     settings: MeasureSettingsIn, progress: Progress,
+                     step: Callable[[], None] = lambda: None) -> list[VariantOutcome]:
+    """Every variant: first call, warm-up and calibration each; then the timing samples in interleaved rounds
+    (a block of samples of every variant per round, the order rotating and reversing from round to round, so
+    a slow moment of the machine falls on all alike and speedups resist drift); then each one's profile.
+
+    A variant that raises in any phase is FAILED with its error and leaves the later rounds; the others go on.
+    ``step`` is called as each unit of work starts (a variant's preparation, the rounds, a profile): 2N + 1 calls.
+    """
+    outcomes: dict[str, VariantOutcome] = {}
+    ready: dict[str, _Prepared] = {}
+    for variant, work_dir in variants:
+        step()
+        base = VariantResult(name=variant.name, status=VariantStatus.FAILED, description=variant.description,
+                             time_basis=backend.time_basis, bytes_per_call=inputs.bytes_per_call,
+                             flops_per_call=inputs.flops_per_call)
+        prepared = _guarded(partial(_prepare, backend, variant, inputs, settings, work_dir, progress, base),
+                            variant.name, base, inputs, progress, outcomes)
+        if prepared is not None:
+            ready[variant.name] = prepared
+    step()
+    _timing_rounds(backend, ready, inputs, settings, progress, outcomes)
+    for name, p in list(ready.items()):
+        step()
+        done = _guarded(partial(_finish, backend, p, settings, progress), name, p.base, inputs, progress, outcomes)
+        if done is not None:
+            outcomes[name] = done
+    return [outcomes[v.name] for v, _ in variants]
+
+
+def _guarded(step: Callable[[], Any], name: str, base: VariantResult, inputs: VariantInputs, progress: Progress,
+             outcomes: dict[str, VariantOutcome]) -> Any:
+    """``step()``; on a variant's failure (compile error, OOM, sys.exit) record it FAILED and return None."""
     try:
-        return _measure(backend, variant, inputs, settings, work_dir, progress, base)
+        return step()
     except DeviceUnavailable:
         raise
-    except (Exception, SystemExit) as exc:  # a variant's failure (compile error, OOM, sys.exit) must not stop the others
+    except (Exception, SystemExit) as exc:  # a variant's failure must not stop the others
         error = _one_line(exc, inputs.source_file)
-        progress(f"{variant.name}: FAILED: {error}")
-        return VariantOutcome(dataclasses.replace(base, error=error))
+        progress(f"{name}: FAILED: {error}")
+        outcomes[name] = VariantOutcome(dataclasses.replace(base, error=error))
+        return None
 
 
-def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings: MeasureSettingsIn, work_dir: Path,
-             progress: Progress, base: VariantResult) -> VariantOutcome:
+def _prepare(backend: Backend, variant: Variant, inputs: VariantInputs, settings: MeasureSettingsIn, work_dir: Path,
+             progress: Progress, base: VariantResult) -> _Prepared:
     import torch
 
     dynamo_before = dynamo_snapshot(torch) if variant.compile else None
@@ -127,6 +202,7 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
     first_us, out = _timed_call(backend, fn, args.one())
     correctness = check_correctness(out, inputs.reference, inputs.tolerance)
     bad_leaf = first_bad_leaf(out, inputs.reference, inputs.tolerance)
+    del out
     progress(f"{variant.name}: warm-up x{settings.warmup}; correctness {_describe(correctness, bad_leaf)}")
     if variant.compile:
         _release_compile_workers()
@@ -135,32 +211,61 @@ def _measure(backend: Backend, variant: Variant, inputs: VariantInputs, settings
         if warmed > settings.warmup:
             progress(f"{variant.name}: timings settled after {warmed} warm-up calls")
         calls = calls_per_sample(backend, fn, args, settings.calls_per_sample, settings.min_sample_us, variant.inplace)
-        flush = backend.cache_flush_bytes()
-        progress(f"{variant.name}: timing {settings.samples} samples x {calls} call(s)"
-                 + (" (fresh inputs per call, cloned outside the timing)" if variant.inplace else "")
-                 + (f" (cache flushed before each call: {flush // 2**20} MiB written)" if flush else ""))
-        samples = _samples(backend, fn, args, settings.samples, calls)
-        progress(f"{variant.name}: profiling ({settings.profile_active} active steps)")
-        capture = _profile(backend, fn, args, settings, work_dir)
-    evidence = backend.variant_evidence(work_dir, settings.profile_active, capture.device_events_per_step)
-    compile_info = (compile_info_since(dynamo_before, dynamo_snapshot(torch), evidence)
-                    if dynamo_before is not None else eager_compile_info(evidence))
+    dynamo_after = dynamo_snapshot(torch) if variant.compile else None
+    return _Prepared(variant, work_dir, base, fn, args, first_us, correctness, bad_leaf, calls, dynamo_before,
+                     dynamo_after)
+
+
+def _timing_rounds(backend: Backend, ready: dict[str, _Prepared], inputs: VariantInputs, settings: MeasureSettingsIn,
+                   progress: Progress, outcomes: dict[str, VariantOutcome]) -> None:
+    """``settings.samples`` samples per variant, taken in interleaved rounds (see ``measure_variants``)."""
+    import torch
+
+    if not ready:
+        return
+    blocks = round_blocks(settings.samples)
+    flush = backend.cache_flush_bytes()
+    calls = ", ".join(f"{n} x {p.calls}" for n, p in ready.items())
+    progress(f"timing {settings.samples} samples per variant in {len(blocks)} interleaved round(s) (calls per "
+             f"sample: {calls})" + (f"; cache flushed before each call: {flush // 2**20} MiB written" if flush else ""))
+    with torch.no_grad():
+        for r, block in enumerate(blocks):
+            for name in round_order(list(ready), r):
+                p = ready[name]
+                p.samples += _guarded(partial(_samples, backend, p.fn, p.args, block, p.calls),
+                                      name, p.base, inputs, progress, outcomes) or []
+                if name in outcomes:  # failed in this round: out of the later ones
+                    del ready[name]
+
+
+def _finish(backend: Backend, p: _Prepared, settings: MeasureSettingsIn, progress: Progress) -> VariantOutcome:
+    """The variant's profile, compile evidence and result."""
+    import torch
+
+    progress(f"{p.variant.name}: profiling ({settings.profile_active} active steps)")
+    with torch.no_grad():
+        capture = _profile(backend, p.fn, p.args, settings, p.work_dir)
+    evidence = backend.variant_evidence(p.work_dir, settings.profile_active, capture.device_events_per_step)
+    compile_info = (compile_info_since(p.dynamo_before, p.dynamo_after, evidence)
+                    if p.dynamo_before is not None else eager_compile_info(evidence))
+    samples = p.samples
     median = sorted(samples)[len(samples) // 2]
+    c = p.correctness
     result = dataclasses.replace(
-        base,
-        status=VariantStatus.OK if correctness.passed else VariantStatus.INCORRECT,
-        error=None if correctness.passed else f"wrong result: {_describe(correctness, bad_leaf)}",
-        first_call_us=first_us,
-        compile_time_us=max(0.0, first_us - median),
+        p.base,
+        status=VariantStatus.OK if c.passed else VariantStatus.INCORRECT,
+        error=None if c.passed else f"wrong result: {_describe(c, p.bad_leaf)}",
+        first_call_us=p.first_us,
+        compile_time_us=max(0.0, p.first_us - median),
         samples_us=tuple(samples),
-        calls_per_sample=calls,
-        correctness=correctness,
+        calls_per_sample=p.calls,
+        correctness=c,
         ops=capture.ops,
         profiled_steps=settings.profile_active,
         op_dispatch_count=capture.dispatches_per_step,
         aten_op_count=capture.aten_ops_per_step,
         device_event_count=capture.device_events_per_step,
-        time_basis=evidence.time_basis or base.time_basis,
+        time_basis=evidence.time_basis or p.base.time_basis,
         compile_info=compile_info,
         device_evidence=evidence.device,
     )

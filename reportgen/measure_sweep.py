@@ -29,6 +29,7 @@ from reportgen.measure import (
     calls_per_sample,
     check_correctness,
     clone_args,
+    round_order,
 )
 from reportgen.model import SweepPoint, SweepSample, VariantStatus
 from reportgen.scenario import Scenario, Variant, call_scenario
@@ -62,15 +63,6 @@ def compiled_variants(backend: Backend, scenario: Scenario, chosen: Sequence[str
         if v.name in chosen:
             out.append((v, backend.compile(v.fn) if v.compile else v.fn))
     return tuple(out)
-
-
-def round_order(names: Sequence[str], index: int) -> list[str]:
-    """The variants' order in round ``index``: rotated by the round, reversed on odd rounds (ABBA for two)."""
-    n = len(names)
-    if n == 0:
-        return []
-    rotated = [names[(i + index // 2) % n] for i in range(n)]
-    return rotated[::-1] if index % 2 else rotated
 
 
 def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], progress: Progress) -> SweepPoint:

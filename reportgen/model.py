@@ -264,6 +264,8 @@ class MeasureSettings:
     profile_active: int
     cache_flush_bytes: int = 0
     """Bytes written to flush the device cache before each timed call (CUDA: the L2); 0: no flush."""
+    timing_rounds: int = 0
+    """Interleaved rounds the samples were taken in (a block of every variant per round); 0: one block each."""
 
 
 @dataclass(frozen=True)
@@ -315,6 +317,8 @@ class SweepPoint:
     bytes_per_call: int
     flops_per_call: int
     samples: tuple[SweepSample, ...] = ()
+    params: dict[str, str] = field(default_factory=dict)
+    """Scenario parameters this point sets (``--sweep-param``), as recorded in ``ScenarioInfo.parameters``."""
     rounds: int = 0
     """Interleaved rounds the samples were taken in (each round: a block of samples of every variant)."""
     cache_flush_bytes: int = 0

@@ -38,7 +38,7 @@ from reportgen.devices import select_backend
 from reportgen.devices.backend import Backend, artifact_for
 from reportgen.environment import fingerprint, git_info
 from reportgen.errors import BundleError, ExitCode
-from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variant
+from reportgen.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variants, round_blocks
 from reportgen.model import DevicePeak, MeasureSettings, Run, RunSource, ScenarioInfo, SweepPoint, VariantStatus
 from reportgen.scenario import Scenario, call_scenario
 from reportgen.stats import summarize
@@ -66,6 +66,18 @@ class ProfileRequest:
     """The user's name for the machine (recorded in the run's environment); None: unnamed."""
     sweep: tuple[tuple[int, ...], ...] = ()
     """Shapes timed besides the profiled one (``--sweep``); empty: no sweep."""
+    sweep_params: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """Declared parameters swept (``--sweep-param``): every combination at every sweep shape (or the shape)."""
+
+    def sweep_points(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
+        """(shape, parameter values) of every sweep point: the shapes × every combination of swept parameters."""
+        if not self.sweep and not self.sweep_params:
+            return []
+        shapes = self.sweep or (self.shape,)
+        combos: list[dict[str, Any]] = [{}]
+        for name, values in self.sweep_params:
+            combos = [{**c, name: v} for c in combos for v in values]
+        return [(shape, combo) for shape in shapes for combo in combos]
 
 
 class ProgressPrinter:
@@ -83,6 +95,7 @@ class ProgressPrinter:
         self.t0 = time.monotonic()
 
     def start_variant(self) -> None:
+        """The next unit of work starts: a variant's preparation, the timing rounds, a profile, a sweep shape."""
         self.index += 1
 
     def bar(self) -> str:
@@ -143,7 +156,8 @@ def run_profile(request: ProfileRequest) -> int:
     with _work_folder() as work:
         log = work / LOG_FILE
         with captured_output(log) as terminal:
-            progress = ProgressPrinter(len(request.variants), request.quiet, terminal)
+            progress = ProgressPrinter(2 * len(request.variants) + 1 + len(request.sweep_points()), request.quiet,
+                                       terminal)
             params = ", ".join(f"{k}={v}" for k, v in request.params.items())
             progress(f"device {backend.kind.value} ({backend.device_name()}), scenario {request.scenario.name}, "
                      f"shape {request.shape}, {request.dtype}" + (f", {params}" if params else "")
@@ -212,14 +226,8 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
                            call_scenario(sc.bytes_per_call, "bytes_per_call", request.shape, itemsize, source_file=src),
                            call_scenario(sc.flops_per_call, "flops_per_call", request.shape, source_file=src),
                            src)
-    outcomes = []
-    for variant in sc.variants:
-        if variant.name not in request.variants:
-            continue
-        progress.start_variant()
-        outcomes.append(measure_variant(backend, variant, inputs, request.settings,
-                                        work / safe_component(variant.name), progress))
-    return outcomes
+    chosen = [(v, work / safe_component(v.name)) for v in sc.variants if v.name in request.variants]
+    return measure_variants(backend, chosen, inputs, request.settings, progress, step=progress.start_variant)
 
 
 def _with_compute_roof(peak: DevicePeak, backend: Backend, dtype: str) -> DevicePeak:
@@ -230,16 +238,21 @@ def _with_compute_roof(peak: DevicePeak, backend: Backend, dtype: str) -> Device
 
 def _measure_sweep(request: ProfileRequest, backend: Backend, progress: ProgressPrinter) -> tuple[SweepPoint, ...]:
     """Every shape of ``request.sweep``, each point's variants interleaved (see ``measure_sweep``)."""
-    if not request.sweep:
+    wanted = request.sweep_points()
+    if not wanted:
         return ()
     from reportgen.measure_sweep import SweepPlan, compiled_variants, measure_point
 
     plan = SweepPlan(request.scenario, compiled_variants(backend, request.scenario, request.variants),
                      request.dtype, request.seed, request.params, warmup=request.settings.warmup)
     points = []
-    for i, shape in enumerate(request.sweep, 1):
-        progress(f"sweep {i}/{len(request.sweep)}: shape {','.join(str(d) for d in shape)}")
-        points.append(measure_point(backend, plan, shape, progress))
+    for i, (shape, overrides) in enumerate(wanted, 1):
+        progress.start_variant()
+        shown = {p.name: p.show(overrides[p.name]) for p in request.scenario.params if p.name in overrides}
+        progress(f"sweep {i}/{len(wanted)}: shape {','.join(str(d) for d in shape)}"
+                 + "".join(f", {k}={v}" for k, v in shown.items()))
+        plan_here = dataclasses.replace(plan, params={**request.params, **overrides})
+        points.append(dataclasses.replace(measure_point(backend, plan_here, shape, progress), params=shown))
     return tuple(points)
 
 
@@ -259,7 +272,8 @@ def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: dat
         variants=tuple(o.result for o in outcomes),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=s.samples, calls_per_sample=s.calls_per_sample or 0,
                                  profile_wait=s.profile_wait, profile_warmup=s.profile_warmup,
-                                 profile_active=s.profile_active, cache_flush_bytes=backend.cache_flush_bytes()),
+                                 profile_active=s.profile_active, cache_flush_bytes=backend.cache_flush_bytes(),
+                                 timing_rounds=len(round_blocks(s.samples))),
     )
 
 

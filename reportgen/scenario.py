@@ -310,6 +310,25 @@ def parse_sweep(text: str, scenario: Scenario) -> tuple[tuple[int, ...], ...]:
     return tuple(unique)
 
 
+def parse_sweep_params(items: Iterable[str], scenario: Scenario) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """``["eps=1e-5,1e-6"]`` (repeated ``--sweep-param``) -> ``(("eps", (1e-05, 1e-06)),)``, typed by the
+    scenario's declared parameters; every value once, in the order given."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip()
+        param = scenario.param(name)
+        if not sep or not values.strip():
+            raise ScenarioError(f"sweep_param {item!r}: expected NAME=V1,V2,..., e.g. eps=1e-5,1e-6", field="sweep_param")
+        if param is None:
+            declared = ", ".join(p.name for p in scenario.params) or "none"
+            raise ScenarioError(f"sweep_param {name}: scenario {scenario.name!r} declares no such parameter (it "
+                                f"declares: {declared})", field="sweep_param")
+        typed = [param.parse(v.strip(), f"sweep_param {name}:") for v in values.split(",") if v.strip()]
+        out[name] = tuple(dict.fromkeys(typed))
+    return tuple(out.items())
+
+
 def physical_memory_bytes() -> int | None:
     """This machine's memory, or None where the OS does not say."""
     try:

@@ -55,6 +55,8 @@ class SweepRow:
     rounds: int
     error: str | None
     cache_flush_bytes: int = 0
+    params_text: str = ""
+    """The scenario parameters this point sets (``eps=1e-06``); empty when it sets none."""
 
     def cell(self, variant: str) -> SweepCell | None:
         """The cell of ``variant`` at this shape, or None."""
@@ -111,7 +113,8 @@ def sweep_row(point: SweepPoint, peak: DevicePeak, baseline: str | None) -> Swee
     intensity = point.flops_per_call / point.bytes_per_call if point.bytes_per_call > 0 and point.flops_per_call > 0 else None
     return SweepRow(point.shape, ",".join(str(d) for d in point.shape), point.bytes_per_call, point.flops_per_call,
                     intensity, ceiling.level, ceiling.bandwidth_bytes_per_s, ceiling.source, cells, point.rounds,
-                    point.error, point.cache_flush_bytes)
+                    point.error, point.cache_flush_bytes,
+                    ", ".join(f"{k}={v}" for k, v in point.params.items()))
 
 
 def _cell(s: SweepSample, point: SweepPoint, ceiling_bytes_per_s: float | None, base: SweepSample | None) -> SweepCell:

@@ -458,3 +458,65 @@ def test_a_sweep_shape_too_large_for_memory_names_the_flag_or_the_config(tmp_pat
     with pytest.raises(ConfigError) as from_file:
         _sweep_of(None, load_config(cwd=tmp_path), sc)
     assert "reportgen.toml: sweep shape 100000,100000,100000: one float32 input" in str(from_file.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps of declared parameters
+
+
+def _softmax_scenario(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from user_repo_kit import write_user_package
+
+    write_user_package(tmp_path, None)
+    return load_scenario(str(tmp_path / "bench" / "softmax.py"))
+
+
+def test_parse_sweep_params_types_the_values_and_names_the_flag(tmp_path: Path) -> None:
+    from reportgen.scenario import parse_sweep_params
+
+    sc = _softmax_scenario(tmp_path)
+    assert parse_sweep_params(["eps=1e-5, 1e-6,1e-5"], sc) == (("eps", (1e-5, 1e-6)),)
+    with pytest.raises(ScenarioError) as unknown:
+        parse_sweep_params(["dim=1,2"], sc)
+    assert unknown.value.as_flag_message() == ("--sweep-param dim: scenario 'softmax' declares no such parameter "
+                                               "(it declares: eps)")
+    with pytest.raises(ScenarioError, match="expected NAME=V1,V2"):
+        parse_sweep_params(["eps"], sc)
+    with pytest.raises(ScenarioError, match="expected float"):
+        parse_sweep_params(["eps=tiny"], sc)
+
+
+def test_sweep_points_are_every_shape_times_every_parameter_combination() -> None:
+    from reportgen.measure import MeasureSettingsIn
+    from reportgen.profile import ProfileRequest
+
+    sc = load_scenario("rmsnorm")
+    req = ProfileRequest("cpu", sc, (2, 64), "float32", 0, "", ("naive",), MeasureSettingsIn(), None, Path("r"), True,
+                         sweep=((1, 8), (2, 8)), sweep_params=(("a", (1, 2)), ("b", ("x",))))
+    assert req.sweep_points() == [((1, 8), {"a": 1, "b": "x"}), ((1, 8), {"a": 2, "b": "x"}),
+                                  ((2, 8), {"a": 1, "b": "x"}), ((2, 8), {"a": 2, "b": "x"})]
+    only_params = dataclasses.replace(req, sweep=())
+    assert [s for s, _ in only_params.sweep_points()] == [(2, 64), (2, 64)]  # at the run's own shape
+    assert dataclasses.replace(req, sweep=(), sweep_params=()).sweep_points() == []
+
+
+def test_a_real_parameter_sweep_is_stored_shown_and_keyed_by_its_values(tmp_path: Path) -> None:
+    from user_repo_kit import write_user_package
+
+    from reportgen.analysis import digest, history
+
+    write_user_package(tmp_path, None)
+    store, site = tmp_path / "results", tmp_path / "site"
+    proc = run_cli("profile", "--device", "cpu", "--scenario", str(tmp_path / "bench" / "softmax.py"), "--shape", "4,64",
+                   "--samples", "5", "--sweep-param", "eps=0.001,0.1", "--quiet", "--store", str(store), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (bundle,) = [p for p in store.iterdir() if not p.name.startswith(".")]
+    run = load_run(bundle)
+    assert [(p.shape, p.params) for p in run.sweep] == [((4, 64), {"eps": "0.001"}), ((4, 64), {"eps": "0.1"})]
+    assert all(s.correctness_passed for p in run.sweep for s in p.samples)  # the reference got each eps too
+    assert run_cli("build", "--runs", str(store), "--out", str(site)).returncode == 0
+    page = (site / "runs" / bundle.name / "index.html").read_text(encoding="utf-8")
+    assert "4,64 · eps=0.001" in page and "4,64 · eps=0.1" in page
+    keys = {g.parameters for g in history([digest(run)])}
+    assert (("dtype", "float32"), ("eps", "0.1"), ("shape", "4,64")) in keys
+    assert (("dtype", "float32"), ("eps", "1e-06"), ("shape", "4,64")) in keys  # the run's own point

@@ -172,13 +172,14 @@ def _shape_digests_from_manifest(data: object) -> tuple[analysis.ShapeDigest, ..
         return None
     out = []
     for item in data:
-        if type(item) is not dict or item.keys() != {"shape", "variants"} or not _is_text(item["shape"]) \
-                or type(item["variants"]) is not list:
+        if type(item) is not dict or item.keys() != {"shape", "variants", "params"} or not _is_text(item["shape"]) \
+                or type(item["variants"]) is not list or type(item["params"]) is not dict \
+                or not all(_is_text(k) and _is_text(v) for k, v in item["params"].items()):
             return None
         decoded = [_variant_digest_from_manifest(v) for v in item["variants"]]
         if any(v is None for v in decoded):
             return None
-        out.append(analysis.ShapeDigest(item["shape"], tuple(v for v in decoded if v is not None)))
+        out.append(analysis.ShapeDigest(item["shape"], tuple(v for v in decoded if v is not None), dict(item["params"])))
     return tuple(out)
 
 

@@ -1,0 +1,82 @@
+"""Inside one profile, the variants' timing samples are taken in interleaved rounds (issue 14, item 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from reportgen import measure
+from reportgen.devices.cpu import CpuBackend
+from reportgen.measure import MeasureSettingsIn, VariantInputs, measure_variants, round_blocks, round_order
+from reportgen.model import VariantStatus
+from reportgen.scenario import Tolerance, Variant
+
+
+def test_round_blocks_split_the_samples_evenly_into_at_most_ten_rounds() -> None:
+    assert round_blocks(50) == [5] * 10
+    assert round_blocks(7) == [1] * 7
+    assert round_blocks(13) == [2, 2, 2, 1, 1, 1, 1, 1, 1, 1]
+    assert all(sum(round_blocks(n)) == n for n in range(1, 200))
+
+
+def test_round_order_balances_positions() -> None:
+    rounds = [round_order(["a", "b", "c"], r) for r in range(12)]
+    for position in range(3):
+        assert sorted(r[position] for r in rounds) == sorted(["a", "b", "c"] * 4)
+
+
+def _double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def _inputs() -> VariantInputs:
+    x = torch.ones(8)
+    return VariantInputs((x,), x * 2, Tolerance(1e-6, 1e-6), 64, 8)
+
+
+def test_samples_are_taken_in_rounds_of_every_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken: list[tuple[str, int]] = []
+    names = {}
+
+    def fake_samples(backend, fn, args, n, calls):  # type: ignore[no-untyped-def]
+        taken.append((names[fn], n))
+        return [1.0] * n
+
+    monkeypatch.setattr(measure, "_samples", fake_samples)
+    variants = []
+    for name in ("a", "b"):
+        def fn(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+        names[fn] = name
+        variants.append((Variant(name, name, fn), tmp_path / name))
+    settings = MeasureSettingsIn(samples=8, warmup=1, calls_per_sample=1, profile_wait=0, profile_warmup=0,
+                                 profile_active=1)
+    steps: list[int] = []
+    out = measure_variants(CpuBackend(), variants, _inputs(), settings, lambda _m: None, step=lambda: steps.append(1))
+    assert taken == [("a", 1), ("b", 1), ("b", 1), ("a", 1), ("b", 1), ("a", 1), ("a", 1), ("b", 1)] * 1 + [
+        ("a", 1), ("b", 1), ("b", 1), ("a", 1), ("b", 1), ("a", 1), ("a", 1), ("b", 1)]  # ABBA, rotating
+    assert [o.result.status for o in out] == [VariantStatus.OK, VariantStatus.OK]
+    assert [len(o.result.samples_us) for o in out] == [8, 8] and len(steps) == 5  # 2 prepares, rounds, 2 profiles
+    assert all(o.result.ops for o in out)  # each one still profiled
+
+
+def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: Path) -> None:
+    calls = {"n": 0}
+
+    def flaky(x: torch.Tensor) -> torch.Tensor:
+        calls["n"] += 1
+        if calls["n"] > 40:
+            raise RuntimeError("out of memory (simulated)")
+        return x * 2
+
+    variants = [(Variant("good", "g", _double), tmp_path / "g"), (Variant("flaky", "f", flaky), tmp_path / "f")]
+    settings = MeasureSettingsIn(samples=20, warmup=1, calls_per_sample=2, profile_wait=0, profile_warmup=0,
+                                 profile_active=1)
+    messages: list[str] = []
+    good, bad = measure_variants(CpuBackend(), variants, _inputs(), settings, messages.append)
+    assert good.result.status is VariantStatus.OK and len(good.result.samples_us) == 20
+    assert bad.result.status is VariantStatus.FAILED and "out of memory (simulated)" in (bad.result.error or "")
+    assert any(m.startswith("flaky: FAILED: RuntimeError: out of memory") for m in messages)
+    assert any(m.startswith("timing 20 samples per variant in 10 interleaved round(s)") for m in messages)

@@ -464,21 +464,14 @@ def test_a_sweep_shape_too_large_for_memory_names_the_flag_or_the_config(tmp_pat
 # Sweeps of declared parameters
 
 
-def _softmax_scenario(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from user_repo_kit import write_user_package
+def test_parse_sweep_params_types_the_values_and_names_the_flag() -> None:
+    from reportgen.scenario import Param, parse_sweep_params
 
-    write_user_package(tmp_path, None)
-    return load_scenario(str(tmp_path / "bench" / "softmax.py"))
-
-
-def test_parse_sweep_params_types_the_values_and_names_the_flag(tmp_path: Path) -> None:
-    from reportgen.scenario import parse_sweep_params
-
-    sc = _softmax_scenario(tmp_path)
+    sc = dataclasses.replace(load_scenario("rmsnorm"), params=(Param("eps", float, 1e-6, "added"),))
     assert parse_sweep_params(["eps=1e-5, 1e-6,1e-5"], sc) == (("eps", (1e-5, 1e-6)),)
     with pytest.raises(ScenarioError) as unknown:
         parse_sweep_params(["dim=1,2"], sc)
-    assert unknown.value.as_flag_message() == ("--sweep-param dim: scenario 'softmax' declares no such parameter "
+    assert unknown.value.as_flag_message() == ("--sweep-param dim: scenario 'rmsnorm' declares no such parameter "
                                                "(it declares: eps)")
     with pytest.raises(ScenarioError, match="expected NAME=V1,V2"):
         parse_sweep_params(["eps"], sc)
@@ -508,15 +501,15 @@ def test_a_real_parameter_sweep_is_stored_shown_and_keyed_by_its_values(tmp_path
     write_user_package(tmp_path, None)
     store, site = tmp_path / "results", tmp_path / "site"
     proc = run_cli("profile", "--device", "cpu", "--scenario", str(tmp_path / "bench" / "softmax.py"), "--shape", "4,64",
-                   "--samples", "5", "--sweep-param", "eps=0.001,0.1", "--quiet", "--store", str(store), cwd=tmp_path)
+                   "--samples", "5", "--sweep-param", "eps=1e-5,2e-5", "--quiet", "--store", str(store), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (bundle,) = [p for p in store.iterdir() if not p.name.startswith(".")]
     run = load_run(bundle)
-    assert [(p.shape, p.params) for p in run.sweep] == [((4, 64), {"eps": "0.001"}), ((4, 64), {"eps": "0.1"})]
+    assert [(p.shape, p.params) for p in run.sweep] == [((4, 64), {"eps": "1e-05"}), ((4, 64), {"eps": "2e-05"})]
     assert all(s.correctness_passed for p in run.sweep for s in p.samples)  # the reference got each eps too
     assert run_cli("build", "--runs", str(store), "--out", str(site)).returncode == 0
     page = (site / "runs" / bundle.name / "index.html").read_text(encoding="utf-8")
-    assert "4,64 · eps=0.001" in page and "4,64 · eps=0.1" in page
+    assert "4,64 · eps=1e-05" in page and "4,64 · eps=2e-05" in page
     keys = {g.parameters for g in history([digest(run)])}
-    assert (("dtype", "float32"), ("eps", "0.1"), ("shape", "4,64")) in keys
+    assert (("dtype", "float32"), ("eps", "2e-05"), ("shape", "4,64")) in keys
     assert (("dtype", "float32"), ("eps", "1e-06"), ("shape", "4,64")) in keys  # the run's own point

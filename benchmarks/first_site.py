@@ -49,8 +49,12 @@ def main() -> None:
                 "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor-cache")})  # a new user's compile cache is cold
     try:
         src = work / "src"
-        shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", ".cache", "site", "results",
-                                                                   "__pycache__", "*.egg-info", "test-artifacts"))
+        src.mkdir()
+        for name in ("pyproject.toml", "README.md", "reportgen", "templates", "scenarios"):  # what the wheel is made of
+            if (ROOT / name).is_dir():
+                shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                shutil.copy2(ROOT / name, src / name)
         _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(work / "dist"),
               str(src)], work, env)
         (wheel,) = (work / "dist").glob("reportgen-*.whl")

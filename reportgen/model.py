@@ -24,6 +24,7 @@ class DeviceKind(str, Enum):
     CUDA = "cuda"
     ROCM = "rocm"
     NEURON = "neuron"
+    MTIA = "mtia"
     UNKNOWN = "unknown"
 
 

@@ -11,7 +11,7 @@ import pytest
 from reportgen.bundle import load_run
 from reportgen.errors import TraceError
 from reportgen.importer import ImportRequest, import_run
-from reportgen.model import TimeBasis
+from reportgen.model import DeviceKind, TimeBasis
 from reportgen.optable import UNATTRIBUTED_ROW, build_op_table
 from reportgen.trace import read_trace_bytes
 
@@ -90,9 +90,11 @@ def test_mtia_device_work_is_counted(tmp_path: Path) -> None:
     assert (table.device_work_count, table.device_work_us, table.unattributed_device_count) == (1, 12.0, 0)
     src = tmp_path / "mtia.json"
     src.write_bytes(MTIA)
-    (v,) = load_run(import_run(ImportRequest(src), tmp_path / "store", now=NOW)).variants
+    run = load_run(import_run(ImportRequest(src), tmp_path / "store", now=NOW))
+    (v,) = run.variants
     assert v.time_basis is TimeBasis.DEVICE
     assert {r.name: r.self_device_us for r in v.ops}["aten::add"] == 12.0
+    assert run.device is DeviceKind.MTIA  # named, not "unknown" (reportgen.devices.mtia)
 
 
 # Defect 3: "rank 0 of None"; input shapes left empty although the trace has Input Dims.

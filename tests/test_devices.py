@@ -24,14 +24,15 @@ def _device_choices(command: str) -> list[str]:
 
 
 def test_every_device_kind_has_exactly_one_module() -> None:
-    assert [d.kind for d in devices.DEVICES] == [DeviceKind.CPU, DeviceKind.CUDA, DeviceKind.ROCM, DeviceKind.NEURON]
+    assert [d.kind for d in devices.DEVICES] == [DeviceKind.CPU, DeviceKind.CUDA, DeviceKind.ROCM, DeviceKind.NEURON,
+                                                 DeviceKind.MTIA]
     assert {k for k in DeviceKind if k is not DeviceKind.UNKNOWN} == {d.kind for d in devices.DEVICES}
     assert devices.get("unknown") is None and devices.get(DeviceKind.NEURON) is devices.DEVICES[3]
 
 
 def test_cli_device_choices_come_from_the_registry() -> None:
     assert _device_choices("profile") == ["auto", "neuron", "cuda", "cpu"]  # --device auto tries them in this order
-    assert _device_choices("import") == ["auto", "cpu", "cuda", "rocm", "neuron"]
+    assert _device_choices("import") == ["auto", "cpu", "cuda", "rocm", "neuron", "mtia"]
 
 
 def test_a_device_without_a_backend_cannot_profile() -> None:

@@ -331,7 +331,7 @@ CASES: dict[str, Case] = {
                                               _B + ": field 'label': contains a lone surrogate (a \\ud800-\\udfff "
                                               "escape), which is not text; write the character itself or remove it"),
     "bundle: unknown device": Case(lambda c: _bundle(c, _set("device", "tpu")), ExitCode.BAD_INPUT,
-                                   _B + ": field 'device': expected one of ['cpu', 'cuda', 'rocm', 'neuron', 'unknown'], "
+                                   _B + ": field 'device': expected one of ['cpu', 'cuda', 'rocm', 'neuron', 'mtia', 'unknown'], "
                                    "got 'tpu'"),
     "bundle: bad time": Case(lambda c: _bundle(c, _set("created_utc", "yesterday")), ExitCode.BAD_INPUT,
                              _B + ": field 'created_utc' 'yesterday' is not a UTC time like 2026-11-30T04:55:00Z"),

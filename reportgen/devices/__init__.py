@@ -1,6 +1,6 @@
 """The device registry: one module per device, and the questions the rest of reportgen asks about devices.
 
-A device module (``cpu.py``, ``cuda.py``, ``rocm.py``, ``neuron.py``) declares one ``Device``:
+A device module (``cpu.py``, ``cuda.py``, ``rocm.py``, ``neuron.py``, ``mtia.py``) declares one ``Device``:
 its profiling backend, its trace categories and lane rules, the evidence that a trace was taken
 on it, its import folder layout and artifact suffixes, and its environment fields with labels.
 Adding a device: write its module, add its ``DeviceKind`` member, and list it in ``DEVICES``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reportgen.devices import cpu, cuda, neuron, rocm
+from reportgen.devices import cpu, cuda, mtia, neuron, rocm
 from reportgen.devices.backend import Backend, import_torch
 from reportgen.devices.lanes import OTHER_KINETO_RULES, Lane, LaneClassifier
 from reportgen.devices.spec import Device, EnvField, ImportLayout, TraceFacts
@@ -28,7 +28,7 @@ __all__ = [
     "import_layouts", "import_torch", "profile_device_names", "select_backend",
 ]
 
-DEVICES: tuple[Device, ...] = (cpu.DEVICE, cuda.DEVICE, rocm.DEVICE, neuron.DEVICE)
+DEVICES: tuple[Device, ...] = (cpu.DEVICE, cuda.DEVICE, rocm.DEVICE, neuron.DEVICE, mtia.DEVICE)
 """Every device reportgen knows, in the order ``--device`` lists them."""
 
 _BY_NAME = {d.kind.value: d for d in DEVICES}

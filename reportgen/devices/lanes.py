@@ -93,7 +93,5 @@ class LaneClassifier:
         return Lane.OTHER, False
 
 
-OTHER_KINETO_RULES = LaneRules(device_categories=frozenset({"mtia_ccp_events", "hpu_op"}),
-                               device_work_categories=frozenset({"mtia_ccp_events"}))
-"""Device categories Kineto writes for devices reportgen has no module for (shown in the device lane); MTIA's
-``mtia_ccp_events`` are its device work."""
+OTHER_KINETO_RULES = LaneRules(device_categories=frozenset({"hpu_op"}))
+"""Device categories Kineto writes for devices reportgen has no module for (shown in the device lane)."""

@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from reportgen.breakdown import TraceBreakdown
 from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.evidence import compile_info_since, dynamo_snapshot, eager_compile_info
@@ -268,6 +269,7 @@ def _finish(backend: Backend, p: _Prepared, settings: MeasureSettingsIn, progres
         time_basis=evidence.time_basis or p.base.time_basis,
         compile_info=compile_info,
         device_evidence=evidence.device,
+        breakdown=capture.breakdown,
     )
     return VariantOutcome(result, capture.trace, [*capture.artifacts, *evidence.files])
 
@@ -430,6 +432,8 @@ class _Capture:
     device_events_per_step: int | None
     trace: Path | None
     artifacts: list[tuple[Path, str]]
+    breakdown: TraceBreakdown | None = None
+    """Kernels, steps and idle time of the captured trace, as an import computes them; only with a device lane."""
 
 
 def _profile(backend: Backend, fn: Callable[..., Any], args: CallArgs, settings: MeasureSettingsIn,
@@ -450,21 +454,25 @@ def _profile(backend: Backend, fn: Callable[..., Any], args: CallArgs, settings:
                 backend.synchronize()
                 prof.step()
     trace, artifacts = backend.collect_artifacts(work_dir)
-    counts = _trace_counts(trace, settings.profile_active)
-    return _Capture(op_rows(prof), *counts, trace, artifacts)
+    counts, breakdown = _trace_counts(trace, settings.profile_active)
+    return _Capture(op_rows(prof), *counts, trace, artifacts, breakdown)
 
 
-def _trace_counts(trace_file: Path | None, active: int) -> tuple[int | None, int | None, int | None]:
-    """(top-level ATen ops, all ATen ops, device events) per step, by the same rules as an import."""
+def _trace_counts(trace_file: Path | None, active: int
+                  ) -> tuple[tuple[int | None, int | None, int | None], TraceBreakdown | None]:
+    """(top-level ATen ops, all ATen ops, device events) per step, by the same rules as an import, and the
+    trace's kernel and step breakdown where it has a device lane (as ``reportgen import`` makes it)."""
     if trace_file is None:
-        return (None, None, None)
+        return (None, None, None), None
+    from reportgen.breakdown import build_breakdown
     from reportgen.optable import build_op_table, per_step
     from reportgen.trace import read_trace
 
     trace = read_trace(trace_file)
     table = build_op_table(trace)
     device = per_step(table.device_work_count, active) if trace.has_device_lane else None
-    return (per_step(table.op_dispatch_count, active), per_step(table.aten_op_count, active), device)
+    breakdown = build_breakdown(trace, table.device_launchers, table.steps) if trace.has_device_lane else None
+    return (per_step(table.op_dispatch_count, active), per_step(table.aten_op_count, active), device), breakdown
 
 
 def op_rows(prof: Any) -> tuple[OpRow, ...]:

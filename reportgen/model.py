@@ -153,7 +153,7 @@ class VariantResult:
     artifacts: tuple[Artifact, ...] = ()
     compile_info: CompileInfo | None = None  # compiled variants only
     device_evidence: DeviceEvidence | None = None  # the device's own profile (neuron-explorer), where there is one
-    breakdown: TraceBreakdown | None = None  # kernels, steps, idle of the variant's trace (import time)
+    breakdown: TraceBreakdown | None = None  # kernels, steps, idle of its trace (an import; a profile with a device lane)
 
 
 @dataclass(frozen=True)

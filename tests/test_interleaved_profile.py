@@ -80,3 +80,40 @@ def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: 
     assert bad.result.status is VariantStatus.FAILED and "out of memory (simulated)" in (bad.result.error or "")
     assert any(m.startswith("flaky: FAILED: RuntimeError: out of memory") for m in messages)
     assert any(m.startswith("timing 20 samples per variant in 10 interleaved round(s)") for m in messages)
+
+
+def _kineto_with_kernels() -> dict:
+    """Two profiler steps, each an op that launches one kernel on stream 7 (CUDA-shaped categories)."""
+    events: list[dict] = []
+    for s in range(2):
+        t0 = 1000.0 + 200 * s
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 1, "tid": 1, "ts": t0, "dur": 150},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": t0 + 5, "dur": 40},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 10,
+             "dur": 8, "args": {"correlation": 10 + s}},
+            {"ph": "X", "cat": "kernel", "name": "my_mul_kernel", "pid": 0, "tid": 7, "ts": t0 + 30, "dur": 25,
+             "args": {"correlation": 10 + s, "stream": 7}},
+        ]
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+def test_a_profile_whose_trace_has_a_device_lane_gets_the_breakdown_an_import_gets(tmp_path: Path) -> None:
+    import json
+
+    class WithDeviceLane(CpuBackend):
+        def collect_artifacts(self, out_dir: Path):  # type: ignore[no-untyped-def]
+            path = out_dir / "trace.json"  # what a CUDA capture exports, stood in by a fixed Kineto trace
+            path.write_text(json.dumps(_kineto_with_kernels()))
+            return path, []
+
+    settings = MeasureSettingsIn(samples=5, warmup=1, calls_per_sample=1, profile_wait=0, profile_warmup=0,
+                                 profile_active=2)
+    with_lane = measure_variants(WithDeviceLane(), [(Variant("v", "v", _double), tmp_path / "a")], _inputs(), settings,
+                                 lambda _m: None)[0].result
+    b = with_lane.breakdown
+    assert b is not None and b.device_work_count == 2 and b.device_busy_us == pytest.approx(50.0)
+    assert [(k.name, k.count, k.total_us) for k in b.kernels] == [("my_mul_kernel", 2, pytest.approx(50.0))]
+    cpu_only = measure_variants(CpuBackend(), [(Variant("v", "v", _double), tmp_path / "b")], _inputs(), settings,
+                                lambda _m: None)[0].result
+    assert cpu_only.breakdown is None  # no device lane: nothing to break down

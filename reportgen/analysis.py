@@ -397,17 +397,24 @@ def digest(run: Run, view: RunView | None = None) -> RunDigest:
         summaries = {v.name: stats.summarize(v.samples_us) if v.status is not VariantStatus.FAILED else None
                      for v in run.variants}
     base = baseline_name(run)
-    base_summary = summaries.get(base) if base else None
-    variants = []
-    for v in run.variants:
-        s = summaries[v.name]
-        gain = (base_summary.median_us / s.median_us
-                if s is not None and base_summary is not None and v.name != base and s.median_us > 0 else None)
-        variants.append(VariantDigest(v.name, v.status, s.median_us if s else None, s.ci_low_us if s else None,
-                                      s.ci_high_us if s else None, gain))
+    variants = _variant_digests([(v.name, v.status) for v in run.variants], summaries, base)
     return RunDigest(run.run_id, run.created_utc, run.label, run.source, run.device,
                      run.environment.device_name or "", run.scenario.name, dict(run.scenario.parameters),
-                     run.git.sha, base, tuple(variants), run.environment.machine, _shape_digests(run, base))
+                     run.git.sha, base, variants, run.environment.machine, _shape_digests(run, base))
+
+
+def _variant_digests(variants: Sequence[tuple[str, VariantStatus]], summaries: dict[str, stats.SampleSummary | None],
+                     base: str | None) -> tuple[VariantDigest, ...]:
+    """Each variant's median, CI and speedup over ``base`` (None for the base itself and untimed variants)."""
+    base_summary = summaries.get(base) if base else None
+    out = []
+    for name, status in variants:
+        s = summaries[name]
+        gain = (base_summary.median_us / s.median_us
+                if s is not None and base_summary is not None and name != base and s.median_us > 0 else None)
+        out.append(VariantDigest(name, status, s.median_us if s else None, s.ci_low_us if s else None,
+                                 s.ci_high_us if s else None, gain))
+    return tuple(out)
 
 
 def _shape_digests(run: Run, base: str | None) -> tuple[ShapeDigest, ...]:
@@ -420,15 +427,8 @@ def _shape_digests(run: Run, base: str | None) -> tuple[ShapeDigest, ...]:
             continue
         summaries = {s.variant: stats.summarize(s.samples_us) if s.status is not VariantStatus.FAILED else None
                      for s in point.samples}
-        base_summary = summaries.get(base) if base else None
-        variants = []
-        for s in point.samples:
-            m = summaries[s.variant]
-            gain = (base_summary.median_us / m.median_us
-                    if m is not None and base_summary is not None and s.variant != base and m.median_us > 0 else None)
-            variants.append(VariantDigest(s.variant, s.status, m.median_us if m else None, m.ci_low_us if m else None,
-                                          m.ci_high_us if m else None, gain))
-        out.append(ShapeDigest(shape, tuple(variants), dict(point.params)))
+        variants = _variant_digests([(s.variant, s.status) for s in point.samples], summaries, base)
+        out.append(ShapeDigest(shape, variants, dict(point.params)))
     return tuple(out)
 
 

@@ -186,10 +186,16 @@ def _guarded(step: Callable[[], Any], name: str, base: VariantResult, inputs: Va
     except DeviceUnavailable:
         raise
     except (Exception, SystemExit) as exc:  # a variant's failure must not stop the others
-        error = _one_line(exc, inputs.source_file)
-        progress(f"{name}: FAILED: {error}")
-        outcomes[name] = VariantOutcome(dataclasses.replace(base, error=error))
+        _record_failure(name, base, exc, inputs, progress, outcomes)
         return None
+
+
+def _record_failure(name: str, base: VariantResult, exc: BaseException, inputs: VariantInputs, progress: Progress,
+                    outcomes: dict[str, VariantOutcome]) -> None:
+    """The variant FAILED with ``exc`` as its one-line error (naming the scenario's line where it was raised)."""
+    error = _one_line(exc, inputs.source_file)
+    progress(f"{name}: FAILED: {error}")
+    outcomes[name] = VariantOutcome(dataclasses.replace(base, error=error))
 
 
 def _prepare(backend: Backend, variant: Variant, inputs: VariantInputs, settings: MeasureSettingsIn, work_dir: Path,
@@ -220,8 +226,6 @@ def _prepare(backend: Backend, variant: Variant, inputs: VariantInputs, settings
 def _timing_rounds(backend: Backend, ready: dict[str, _Prepared], inputs: VariantInputs, settings: MeasureSettingsIn,
                    progress: Progress, outcomes: dict[str, VariantOutcome]) -> None:
     """``settings.samples`` samples per variant, taken in interleaved rounds (see ``measure_variants``)."""
-    import torch
-
     if not ready:
         return
     blocks = round_blocks(settings.samples)
@@ -229,14 +233,45 @@ def _timing_rounds(backend: Backend, ready: dict[str, _Prepared], inputs: Varian
     calls = ", ".join(f"{n} x {p.calls}" for n, p in ready.items())
     progress(f"timing {settings.samples} samples per variant in {len(blocks)} interleaved round(s) (calls per "
              f"sample: {calls})" + (f"; cache flushed before each call: {flush // 2**20} MiB written" if flush else ""))
+
+    def failed(name: str, exc: BaseException) -> None:
+        _record_failure(name, ready.pop(name).base, exc, inputs, progress, outcomes)
+
+    timed = {n: Timed(p.fn, p.args, p.calls) for n, p in ready.items()}
+    for name, samples in interleaved_samples(backend, timed, blocks, failed).items():
+        ready[name].samples = samples
+
+
+@dataclass(frozen=True)
+class Timed:
+    """What a timing round calls: a variant's callable, its arguments and its calls per sample."""
+
+    fn: Callable[..., Any]
+    args: CallArgs
+    calls: int
+
+
+def interleaved_samples(backend: Backend, timed: dict[str, Timed], blocks: Sequence[int],
+                        failed: Callable[[str, BaseException], None]) -> dict[str, list[float]]:
+    """Samples of every variant in ``timed``, round ``r`` a block of ``blocks[r]`` samples of each, in
+    ``round_order``. A variant that raises is reported to ``failed`` and left out of the later rounds and
+    of the result; the others go on. The one home of the rounds for ``profile`` and for sweeps."""
+    import torch
+
+    live = dict(timed)
+    out: dict[str, list[float]] = {name: [] for name in timed}
     with torch.no_grad():
         for r, block in enumerate(blocks):
-            for name in round_order(list(ready), r):
-                p = ready[name]
-                p.samples += _guarded(partial(_samples, backend, p.fn, p.args, block, p.calls),
-                                      name, p.base, inputs, progress, outcomes) or []
-                if name in outcomes:  # failed in this round: out of the later ones
-                    del ready[name]
+            for name in round_order(list(live), r):
+                t = live[name]
+                try:
+                    out[name] += _samples(backend, t.fn, t.args, block, t.calls)
+                except DeviceUnavailable:
+                    raise
+                except (Exception, SystemExit) as exc:  # a variant's failure (OOM in a later round) ends only it
+                    del live[name], out[name]
+                    failed(name, exc)
+    return out
 
 
 def _finish(backend: Backend, p: _Prepared, settings: MeasureSettingsIn, progress: Progress) -> VariantOutcome:

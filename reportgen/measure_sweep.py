@@ -22,14 +22,14 @@ from reportgen.errors import DeviceUnavailable
 from reportgen.measure import (
     CallArgs,
     Progress,
+    Timed,
     _one_line,
-    _samples,
     _timed_call,
     _warm_up,
     calls_per_sample,
     check_correctness,
     clone_args,
-    round_order,
+    interleaved_samples,
 )
 from reportgen.model import SweepPoint, SweepSample, VariantStatus
 from reportgen.scenario import Scenario, Variant, call_scenario
@@ -98,16 +98,18 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
             results[variant.name] = outcome
         else:
             ready[variant.name] = outcome
-    times: dict[str, list[float]] = {name: [] for name in ready}
-    with torch.no_grad():
-        for r in range(plan.rounds):
-            for name in round_order(list(ready), r):
-                call_args, fn, calls, _ = ready[name]
-                times[name] += _samples(backend, fn, call_args, plan.samples_per_round, calls)
-    for name, (_, _, calls, passed) in ready.items():
+
+    def failed(name: str, exc: BaseException) -> None:
+        error = _one_line(exc, src)
+        progress(f"shape {_shape_text(shape)}: {name}: FAILED: {error}")
+        results[name] = SweepSample(name, VariantStatus.FAILED, error=error)
+
+    timed = {name: Timed(fn, call_args, calls) for name, (call_args, fn, calls, _) in ready.items()}
+    times = interleaved_samples(backend, timed, [plan.samples_per_round] * plan.rounds, failed)
+    for name, samples in times.items():
+        calls, passed = ready[name][2], ready[name][3]
         results[name] = SweepSample(name, VariantStatus.OK if passed else VariantStatus.INCORRECT,
-                                    tuple(times[name]), calls, passed,
-                                    None if passed else "wrong result at this shape")
+                                    tuple(samples), calls, passed, None if passed else "wrong result at this shape")
     del args, reference
     ordered = tuple(results[v.name] for v, _ in plan.variants)
     return dataclasses.replace(point, samples=ordered, rounds=plan.rounds if ready else 0,

@@ -21,10 +21,12 @@ def test_round_blocks_split_the_samples_evenly_into_at_most_ten_rounds() -> None
     assert all(sum(round_blocks(n)) == n for n in range(1, 200))
 
 
-def test_round_order_balances_positions() -> None:
+def test_round_order_puts_every_variant_in_every_position_equally() -> None:
     rounds = [round_order(["a", "b", "c"], r) for r in range(12)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
     for position in range(3):
         assert sorted(r[position] for r in rounds) == sorted(["a", "b", "c"] * 4)
+    assert [round_order(["a", "b"], r) for r in range(4)] == [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"]]
 
 
 def _double(x: torch.Tensor) -> torch.Tensor:
@@ -55,22 +57,28 @@ def test_samples_are_taken_in_rounds_of_every_variant(tmp_path: Path, monkeypatc
                                  profile_active=1)
     steps: list[int] = []
     out = measure_variants(CpuBackend(), variants, _inputs(), settings, lambda _m: None, step=lambda: steps.append(1))
-    assert taken == [("a", 1), ("b", 1), ("b", 1), ("a", 1), ("b", 1), ("a", 1), ("a", 1), ("b", 1)] * 1 + [
-        ("a", 1), ("b", 1), ("b", 1), ("a", 1), ("b", 1), ("a", 1), ("a", 1), ("b", 1)]  # ABBA, rotating
+    abba = [("a", 1), ("b", 1), ("b", 1), ("a", 1), ("b", 1), ("a", 1), ("a", 1), ("b", 1)]  # four rounds, ABBA
+    assert taken == abba * 2  # 8 samples: 8 rounds of one
     assert [o.result.status for o in out] == [VariantStatus.OK, VariantStatus.OK]
     assert [len(o.result.samples_us) for o in out] == [8, 8] and len(steps) == 5  # 2 prepares, rounds, 2 profiles
     assert all(o.result.ops for o in out)  # each one still profiled
 
 
-def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: Path) -> None:
-    calls = {"n": 0}
-
+def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     def flaky(x: torch.Tensor) -> torch.Tensor:
-        calls["n"] += 1
-        if calls["n"] > 40:
-            raise RuntimeError("out of memory (simulated)")
         return x * 2
 
+    real_samples, blocks = measure._samples, {"flaky": 0}
+
+    def samples(backend, fn, args, n, calls):  # type: ignore[no-untyped-def]
+        if fn is flaky:
+            blocks["flaky"] += 1
+            if blocks["flaky"] == 3:  # its third round: out of memory (simulated), deterministically
+                raise RuntimeError("out of memory (simulated)")
+        return real_samples(backend, fn, args, n, calls)
+
+    monkeypatch.setattr(measure, "_samples", samples)
     variants = [(Variant("good", "g", _double), tmp_path / "g"), (Variant("flaky", "f", flaky), tmp_path / "f")]
     settings = MeasureSettingsIn(samples=20, warmup=1, calls_per_sample=2, profile_wait=0, profile_warmup=0,
                                  profile_active=1)
@@ -78,6 +86,7 @@ def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: 
     good, bad = measure_variants(CpuBackend(), variants, _inputs(), settings, messages.append)
     assert good.result.status is VariantStatus.OK and len(good.result.samples_us) == 20
     assert bad.result.status is VariantStatus.FAILED and "out of memory (simulated)" in (bad.result.error or "")
+    assert blocks["flaky"] == 3 and not bad.result.ops  # out of the later rounds, and never profiled
     assert any(m.startswith("flaky: FAILED: RuntimeError: out of memory") for m in messages)
     assert any(m.startswith("timing 20 samples per variant in 10 interleaved round(s)") for m in messages)
 

@@ -15,7 +15,6 @@ from reportgen.bundle import load_run, parse_run_json, run_to_json
 from reportgen.ceilings import DRAM, ceiling_for, curve_bandwidth, memory_level
 from reportgen.errors import ScenarioError
 from reportgen.formatting import fmt_of_ceiling
-from reportgen.measure_sweep import round_order
 from reportgen.model import BandwidthPoint, CacheLevel, DevicePeak, SweepPoint, SweepSample, VariantStatus
 from reportgen.scenario import MAX_SWEEP_POINTS, load_scenario, parse_sweep
 from reportgen.sweep import memory_roofs, sweep_view
@@ -160,16 +159,6 @@ def test_a_sweep_survives_the_bundle_round_trip() -> None:
     run = _sweep_run((_point((1, 4096), {"naive": 10.0}), _point((8, 4096), {}, error="boom")))
     again = parse_run_json(run_to_json(run), "run.json")
     assert again == run
-
-
-def test_round_order_puts_every_variant_in_every_position_equally() -> None:
-    names = ["a", "b", "c"]
-    rounds = [round_order(names, r) for r in range(12)]
-    assert all(sorted(r) == names for r in rounds)
-    for position in range(3):
-        counts = {n: sum(1 for r in rounds if r[position] == n) for n in names}
-        assert set(counts.values()) == {4}, counts
-    assert [round_order(["a", "b"], r) for r in range(4)] == [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -513,3 +502,37 @@ def test_a_real_parameter_sweep_is_stored_shown_and_keyed_by_its_values(tmp_path
     keys = {g.parameters for g in history([digest(run)])}
     assert (("dtype", "float32"), ("eps", "2e-05"), ("shape", "4,64")) in keys
     assert (("dtype", "float32"), ("eps", "1e-06"), ("shape", "4,64")) in keys  # the run's own point
+
+
+def test_a_variant_failing_in_a_sweep_round_is_failed_at_that_shape_and_the_others_finish(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from reportgen import measure
+    from reportgen.devices.cpu import CpuBackend
+    from reportgen.measure_sweep import SweepPlan, measure_point
+    from reportgen.scenario import Variant
+
+    sc = load_scenario("rmsnorm")
+    naive = next(v for v in sc.variants if v.name == "naive")
+
+    def flaky(x, w):  # type: ignore[no-untyped-def]
+        return naive.fn(x, w)
+
+    real_samples, blocks = measure._samples, {"flaky": 0}
+
+    def samples(backend, fn, args, n, calls):  # type: ignore[no-untyped-def]
+        if fn is flaky:
+            blocks["flaky"] += 1
+            if blocks["flaky"] == 2:  # its second round: out of memory (simulated), deterministically
+                raise RuntimeError("out of memory (simulated)")
+        return real_samples(backend, fn, args, n, calls)
+
+    monkeypatch.setattr(measure, "_samples", samples)
+    plan = SweepPlan(sc, ((naive, naive.fn), (Variant("flaky", "fails in a round", flaky), flaky)), "float32", 0, {},
+                     warmup=1, rounds=4, samples_per_round=3)
+    messages: list[str] = []
+    point = measure_point(CpuBackend(), plan, (2, 64), messages.append)
+    good, bad = point.samples
+    assert (good.variant, good.status, len(good.samples_us)) == ("naive", VariantStatus.OK, 12)
+    assert bad.variant == "flaky" and bad.status is VariantStatus.FAILED and bad.samples_us == ()
+    assert "out of memory (simulated)" in (bad.error or "") and blocks["flaky"] == 2  # left out of rounds 3 and 4
+    assert any(m.startswith("shape 2,64: flaky: FAILED: RuntimeError: out of memory") for m in messages)

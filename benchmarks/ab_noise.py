@@ -3,13 +3,15 @@
 Two kinds of pairs, each judged by both methods, idle and with a background load process:
 
 - A/A: the same scenario file on both sides: every *regression* verdict is a false alarm;
-- injected slowdowns: the head's ``fused`` variant does real extra work after the full call,
-  R calls of ``torch.rms_norm`` on the input's first 64 rows, R calibrated when the inputs are made
-  so that they cost p % of the full call (p = 3, 10, 25 by default); ``naive`` is unchanged
-  in head and serves as an in-pair A/A control. Calibration is a timing, so the realised slowdown
-  differs from p: every cell records the changes both methods measured (``fused_change_pct_median``).
-  The step is one small call: 1/128 of the rows at the default shape, 1/8 at 8,64,1024, so small
-  shapes cannot express 3 %; use the default shape for results.
+- injected slowdowns: the head's ``fused`` variant does real extra work after the full call:
+  ``torch.rms_norm`` of the input's first 8 rows, repeated until p % of the time that very full
+  call took has passed (p = 3, 10, 25 by default), so the injected fraction holds under load too;
+  ``naive`` is unchanged in head and serves as an in-pair A/A control. Every cell records the
+  changes the methods measured (``fused_change_pct_median``).
+
+Verdicts are counted per variant (each pair judges ``naive`` and ``fused``) and per pair (the
+gate's answer: a regression if any variant is one). The cases and methods are taken in turn
+(A/A, then each slowdown, then again), so a run stopped early still holds a balanced sample.
 
 Methods, per verdict:
 
@@ -50,14 +52,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_NAME = "abnoise"
 SCENARIO = '''"""RMSNorm for the A/B noise benchmark; ``fused`` does {pct} % extra real work (0: the unchanged code).
 
-The extra work is ``torch.rms_norm`` of a small slice (the first 64 rows) of the input, repeated R times
-after the full call. One full call's cost is not linear in its size (a large output is a fresh mapping
-that page-faults; a small one reuses cached heap), so the extra is made of equal small calls, whose
-total is linear in R; R is calibrated when the inputs are made: {pct} % of the full call's time
-divided by one small call's time (best of 15, the two timed alternately).
+The extra work is self-timed in every call: after the full ``torch.rms_norm``, ``fused`` repeats
+``torch.rms_norm`` of a small slice (the first 8 rows) of the input until {pct} % of the time the
+full call itself took has passed. So the slowdown is {pct} % of that very call, whatever the
+machine's load or cache state at that moment, and the overshoot is at most one small call (a few
+µs against a full call of tens of ms). An earlier version calibrated a fixed repeat count once,
+when the inputs were made; its realised slowdowns were 3-8 % idle and 40-55 % busy for nominal
+10 and 25 % (benchmarks/results/ab_noise.json), so detection rates measured with it meant little.
 """
 import math
-import sys
 import time
 
 import torch
@@ -65,46 +68,13 @@ import torch
 from reportgen.scenario import Scenario, Variant
 
 EXTRA = {fraction!r}
-CHUNK_ROWS = 64
-EXTRA_REPS = 0
-
-
-def _best_pair_s(first, second, n=15):
-    """Best-of-n seconds of two callables, timed alternately so that the machine's drift hits both."""
-    first()
-    second()
-    best = [math.inf, math.inf]
-    for _ in range(n):
-        for i, fn in enumerate((first, second)):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
-
-
-def _chunk(x):
-    return x.reshape(-1, x.shape[-1])[:CHUNK_ROWS]
-
-
-def _calibrate(x, w):
-    global EXTRA_REPS
-    if not EXTRA:
-        return
-    chunk, dims = _chunk(x), (x.shape[-1],)
-    with torch.no_grad():
-        full, hundred = _best_pair_s(lambda: torch.rms_norm(x, dims, w, 1e-6),
-                                     lambda: [torch.rms_norm(chunk, dims, w, 1e-6) for _ in range(100)])
-        one = hundred / 100
-    EXTRA_REPS = max(1, round(EXTRA * full / one))
-    print(f"abnoise: extra work = {{EXTRA_REPS}} x rms_norm of {{chunk.shape[0]}} rows "
-          f"({{one * 1e6:.1f}} us each; full call {{full * 1e6:.0f}} us)", file=sys.stderr)
+CHUNK_ROWS = 8
 
 
 def make_inputs(shape, dtype, seed, device):
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype).to(device)
     w = (1.0 + 0.1 * torch.randn(shape[-1], generator=gen, dtype=torch.float32)).to(dtype).to(device)
-    _calibrate(x, w)
     return (x, w)
 
 
@@ -113,11 +83,15 @@ def naive(x, w):
 
 
 def fused(x, w):
-    out = torch.rms_norm(x, (x.shape[-1],), w, 1e-6)
-    if EXTRA_REPS:
-        chunk = _chunk(x)
-        for _ in range(EXTRA_REPS):
-            torch.rms_norm(chunk, (x.shape[-1],), w, 1e-6)
+    dims = (x.shape[-1],)
+    t0 = time.perf_counter()
+    out = torch.rms_norm(x, dims, w, 1e-6)
+    if EXTRA:
+        now = time.perf_counter()
+        stop = now + EXTRA * (now - t0)
+        chunk = x.reshape(-1, x.shape[-1])[:CHUNK_ROWS]
+        while time.perf_counter() < stop:
+            torch.rms_norm(chunk, dims, w, 1e-6)
     return out
 
 
@@ -191,7 +165,8 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
     """``reportgen ab``: one command, one verdict."""
     proc, wall = reportgen("ab", "--base", str(base), "--head", str(head), "--scenario", SCENARIO_NAME, "--device", "cpu",
                            "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
-                           "--min-rounds", str(opts.min_rounds), "--max-seconds", str(opts.max_seconds),
+                           "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
+                           "--max-seconds", str(opts.max_seconds),
                            "--format", "json", "--quiet", "--store", str(store))
     if proc.returncode not in (0, 1, 7):
         return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
@@ -200,9 +175,11 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
     for v in doc["variants"]:
         s = v["stats"] or {}
         variants[v["name"]] = {"verdict": v["verdict"], "change_pct": _pct(s.get("ratio")),
-                               "ci_low_pct": _pct(s.get("ci_low")), "ci_high_pct": _pct(s.get("ci_high"))}
+                               "ci_low_pct": _pct(s.get("ci_low")), "ci_high_pct": _pct(s.get("ci_high")),
+                               "session_changes_pct": [_pct(r) for r in s.get("session_ratios", ())],
+                               "process_noise_pct": s.get("process_noise_pct")}
     return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "variants": variants, "rounds": len(doc["rounds"]),
-            "stop_reason": doc["stop_reason"]}
+            "sessions": doc["sessions"], "stop_reason": doc["stop_reason"]}
 
 
 def _pct(ratio: float | None) -> float | None:
@@ -228,6 +205,12 @@ def summarize_cell(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
         out[name] = counts
         if old:
             out[f"{name}_within_run_only"] = old  # the old gate: the interval of the samples within the runs
+    pairs: dict[str, int] = {}
+    for v in ok:
+        verdicts = [x.get("verdict") for x in v["variants"].values()]
+        pair = next((x for x in ("regression", "inconclusive", "improvement") if x in verdicts), "no change")
+        pairs[pair] = pairs.get(pair, 0) + 1
+    out["pair"] = pairs  # the gate's answer per pair: any variant's regression makes the pair one
     changes = [v["variants"]["fused"]["change_pct"] for v in ok
                if v["variants"].get("fused", {}).get("change_pct") is not None]
     if changes:
@@ -262,7 +245,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         "schema_version": 1,
         "command": " ".join(shlex.quote(a) for a in sys.argv),
         "machine": {"hostname": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version()},
-        "settings": {k: v for k, v in vars(opts).items() if k not in ("out", "slowdown_list")},
+        "settings": {k: v for k, v in vars(opts).items() if k not in ("out", "slowdown_list", "blockwise_cases")},
         "groups": [],
     }
     with tempfile.TemporaryDirectory(prefix="ab_noise-") as tmp:
@@ -274,16 +257,27 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
             doc["groups"].append(group)
             loader = start_load(load)
             try:
-                for name, pct, count in cases:
+                cells = {}
+                for name, pct, _count in cases:
                     for method in opts.method_list:
-                        cell = {"case": name, "slowdown_pct": pct, "method": method, "runs": []}
-                        group["cells"].append(cell)
-                        for i in range(count):
+                        if method == "blockwise" and opts.blockwise_cases and name not in opts.blockwise_cases:
+                            continue
+                        cells[(name, method)] = {"case": name, "slowdown_pct": pct, "method": method, "runs": []}
+                        group["cells"].append(cells[(name, method)])
+                most = max(count for _n, _p, count in cases)
+                for i in range(most):
+                    for name, _pct, count in cases:
+                        if (i + 1) * count // most == i * count // most:  # spread each case's count evenly
+                            continue
+                        for method in opts.method_list:
+                            if method == "blockwise" and opts.blockwise_cases and name not in opts.blockwise_cases:
+                                continue
+                            cell = cells[(name, method)]
                             store = work / f"store-{load}-{name}-{method}-{i}"
                             verdict = METHODS[method](base, heads[name], opts, store)
                             cell["runs"].append(verdict)
                             cell["summary"] = summarize_cell(cell["runs"])
-                            print(f"{load} {name} {method} {i + 1}/{count}: "
+                            print(f"{load} {name} {method} {len(cell['runs'])}/{count}: "
                                   f"{json.dumps(verdict.get('variants') or verdict.get('error'))} "
                                   f"{verdict['wall_s']:.1f} s", file=sys.stderr, flush=True)
                             write(doc, opts.out)
@@ -310,16 +304,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variants", default="naive,fused")
     p.add_argument("--threshold", type=float, default=5.0)
     p.add_argument("--samples", type=int, default=50, help="blockwise: samples per variant per profile (default 50)")
-    p.add_argument("--min-rounds", type=int, default=10)
-    p.add_argument("--max-seconds", type=float, default=120.0)
+    p.add_argument("--sessions", type=int, default=6, help="interleaved: reportgen ab --sessions (default 6)")
+    p.add_argument("--rounds", type=int, default=4, help="interleaved: rounds per session (default 4)")
+    p.add_argument("--max-seconds", type=float, default=150.0)
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
+    p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"ab_noise_{stamp}.json")
     opts = p.parse_args(argv)
     opts.slowdown_list = [float(x) for x in opts.slowdowns.split(",") if x.strip()]
     opts.load_list = [x for x in opts.loads.split(",") if x]
     opts.method_list = [x for x in opts.methods.split(",") if x]
+    opts.blockwise_cases = [x for x in opts.blockwise_cases.split(",") if x]
     unknown = [m for m in opts.method_list if m not in METHODS] + [x for x in opts.load_list if x not in ("idle", "busy")]
     if unknown:
         p.error(f"unknown --methods/--loads: {unknown}")

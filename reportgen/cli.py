@@ -472,11 +472,13 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 AB_EPILOG = """Base and head are measured in one job, on one device, each side in its own worker process that imports its
-own checkout's scenario (and the user's package from that tree), in interleaved rounds (ABBA order). Per round and
-variant: the median of each side's block; the ratio head/base; a distribution-free 95 % interval for the median
-ratio over rounds (sign test).
+own checkout's scenario (and the user's package from that tree), in interleaved rounds (ABBA order), in several
+sessions: each session is a fresh pair of worker processes (two processes running the same code differ by a fixed
+amount for their whole life). Per round and variant: the median of each side's block and the ratio head/base; per
+session, the median of its rounds' ratios; a distribution-free 95 % interval for the median ratio over sessions
+(sign test).
 Regression/improvement only when the whole interval lies beyond +/- --threshold; no change when inside; while
-inconclusive, more rounds up to --max-seconds. See docs/ab-testing.md.
+inconclusive, more sessions up to --max-seconds. See docs/ab-testing.md.
 
 exit codes:
   0  no change or improvement (also: the scenario exists on one side only: new or removed)
@@ -498,8 +500,12 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
                    help="a name (each checkout's config scenarios, else its scenarios/) or a .py path relative to it")
     p.add_argument("--threshold", type=float, default=None,
                    help="smallest change in percent that counts (default: the config's, else 5)")
-    p.add_argument("--min-rounds", type=int, default=10, help="rounds before the first verdict (even, >= 6; default 10)")
-    p.add_argument("--max-seconds", type=float, default=120.0, help="time budget for the rounds (default 120)")
+    p.add_argument("--sessions", type=int, default=6,
+                   help="sessions (fresh pairs of worker processes) before the first verdict (>= 6; default 6)")
+    p.add_argument("--rounds", type=int, default=4, help="rounds per session (even, >= 2; default 4)")
+    p.add_argument("--max-seconds", type=float, default=150.0,
+                   help="time budget for the whole measurement: loading, compiling and rounds of every session "
+                   "(default 150)")
     p.add_argument("--samples", type=int, default=8, help="samples per variant per side per round (default 8)")
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the base scenario's)")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the base scenario's)")

@@ -42,7 +42,8 @@ from reportgen.ab.drift import (
     not_interleaved_note,
     widen_by_sd,
 )
-from reportgen.ab.pairstats import MIN_ROUNDS_FOR_INTERVAL, median_interval
+from reportgen.ab.pairstats import MIN_SESSIONS_FOR_INTERVAL, median_interval
+from reportgen.ab.pairstats import median as median_of
 from reportgen.bundle import load_run, load_store_tolerant, resolve_run_dir
 from reportgen.codec import to_jsonable
 from reportgen.devices import compared_environment_fields
@@ -170,8 +171,8 @@ class VariantChange:
     """Between-run drift (sd of consecutive earlier runs' log median ratios, in percent); None: unknown or a pair."""
     drift_runs: int = 0
     """How many earlier runs (up to and including base) the drift was estimated from; 0 when it is unknown."""
-    paired_rounds: int = 0
-    """Rounds of the interleaved A/B pair the paired interval came from (0: not a pair, or too few rounds)."""
+    paired_sessions: int = 0
+    """Sessions of the interleaved A/B pair the paired interval came from (0: not a pair, or too few sessions)."""
 
     @property
     def is_regression(self) -> bool:
@@ -468,17 +469,20 @@ def _timed_change(base: VariantResult, head: VariantResult, threshold_pct: float
     interleaved = sides is not None and sides.pairing is Pairing.INTERLEAVED
     paired = _paired_interval(sides, base.name) if sides is not None and interleaved else None
     if paired is not None:
-        ratio, low, high, rounds = paired
+        ratio, low, high, sessions = paired
     else:
         within = ratio_of_medians(head.samples_us, base.samples_us)
         if within is None:
             return plain
-        ratio, low, high, rounds = within.value, within.ci_low, within.ci_high, 0
+        ratio, low, high, sessions = within.value, within.ci_low, within.ci_high, 0
     timed = replace(plain, outcome=_timing_outcome(ratio, low, high, threshold_pct), change_pct=(ratio - 1) * 100,
                     ci_low_pct=(low - 1) * 100, ci_high_pct=(high - 1) * 100, within_ci_low_pct=(low - 1) * 100,
-                    within_ci_high_pct=(high - 1) * 100, paired_rounds=rounds)
-    if sides is None or interleaved:
+                    within_ci_high_pct=(high - 1) * 100, paired_sessions=sessions)
+    if sides is None:
         return timed
+    if interleaved:  # too few sessions: the difference between the two processes is not measured
+        return timed if paired is not None or timed.outcome is Outcome.NO_CHANGE else replace(
+            timed, outcome=Outcome.INCONCLUSIVE)
     drift = _widened(sides, base.name, ratio, low, high)
     if drift is None or drift.drift_pct is None:  # drift unknown: the within-run interval cannot decide alone
         return timed if timed.outcome is Outcome.NO_CHANGE else replace(timed, outcome=Outcome.INCONCLUSIVE)
@@ -504,27 +508,33 @@ def _widened(sides: Sides, variant: str, ratio: float, low: float, high: float) 
 
 
 def _paired_interval(sides: Sides, variant: str) -> tuple[float, float, float, int] | None:
-    """(median ratio, low, high, rounds): the sign-test interval over the A/B pair's rounds (as ``reportgen ab``
-    computes it); None when the rounds do not hold enough blocks of ``variant`` on both sides."""
+    """(median ratio, low, high, sessions): the sign-test interval over the A/B pair's sessions (as ``reportgen ab``
+    computes it: per round a ratio of block medians, per session the median of its rounds' ratios); None when the
+    rounds do not hold enough sessions with blocks of ``variant`` on both sides (a pair stored before sessions
+    existed has one)."""
     b_ab, h_ab = sides.base.ab, sides.head.ab
     if b_ab is None or h_ab is None:
         return None
     base_medians, head_medians = _round_medians(b_ab.rounds, variant), _round_medians(h_ab.rounds, variant)
-    ratios = [head_medians[i] / base_medians[i] for i in sorted(set(base_medians) & set(head_medians))]
-    if len(ratios) < MIN_ROUNDS_FOR_INTERVAL:
+    by_session: dict[int, list[float]] = {}
+    for key in sorted(set(base_medians) & set(head_medians)):
+        by_session.setdefault(key[0], []).append(head_medians[key] / base_medians[key])
+    ratios = [median_of(r) for r in by_session.values()]
+    if len(ratios) < MIN_SESSIONS_FOR_INTERVAL:
         return None
     ratio, low, high, _coverage = median_interval(ratios)
     return ratio, low, high, len(ratios)
 
 
-def _round_medians(rounds: Sequence[AbRound], variant: str) -> dict[int, float]:
-    """Round index -> the median of this variant's block in that round (blocks with a positive, finite median)."""
+def _round_medians(rounds: Sequence[AbRound], variant: str) -> dict[tuple[int, int], float]:
+    """(session, round index) -> the median of this variant's block in that round (blocks with a positive, finite
+    median)."""
     out = {}
     for r in rounds:
         for block in r.samples:
             m = median(block.samples_us) if block.variant == variant else None
             if m is not None and math.isfinite(m) and m > 0:
-                out[r.index] = m
+                out[(r.session, r.index)] = m
     return out
 
 

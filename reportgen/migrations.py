@@ -45,7 +45,16 @@ def _v2_to_v3(data: RawRun, source: Path | str) -> RawRun:
     return {**data, "schema_version": 3}
 
 
-STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(data: RawRun, source: Path | str) -> RawRun:
+    """Schema 4 runs an A/B pair in sessions (pairs of worker processes): a schema-3 pair ran in one, session 0."""
+    ab = data.get("ab")
+    if isinstance(ab, dict) and isinstance(ab.get("rounds"), list):
+        rounds = [{**r, "session": 0} if isinstance(r, dict) else r for r in ab["rounds"]]
+        data = {**data, "ab": {**ab, "rounds": rounds}}
+    return {**data, "schema_version": 4}
+
+
+STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def upgrade(data: RawRun, source: Path | str) -> RawRun:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import Enum
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of ``run.json``. Bump on any incompatible change and add the step to ``reportgen.migrations``:
 the loader upgrades older bundles in memory and refuses newer ones. 2: device-specific environment
 fields moved into ``Environment.device_extras``. 3: shape sweeps (``Run.sweep``) and the ceilings they
@@ -279,11 +279,14 @@ class AbRoundSamples:
 
 @dataclass(frozen=True)
 class AbRound:
-    """One interleaved round of an A/B pair, as this side measured it; ``first_side`` ran first (ABBA order)."""
+    """One interleaved round of an A/B pair, as this side measured it; ``first_side`` ran first (ABBA order).
+    ``session``: the pair of worker processes it ran in (schema 4; earlier pairs had one, 0); ``index`` counts the
+    rounds inside the session."""
 
     index: int
     first_side: str
     samples: tuple[AbRoundSamples, ...]
+    session: int = 0
 
 
 @dataclass(frozen=True)

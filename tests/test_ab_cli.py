@@ -70,7 +70,7 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     shas = {side: checkout(tmp_path / side, side) for side in ("base", "head")}
     store, out = tmp_path / "store", tmp_path / "comment.md"
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
-                   "--shape", "4,64", "--variants", "naive,fused", "--min-rounds", "6", "--max-seconds", "2",
+                   "--shape", "4,64", "--variants", "naive,fused", "--sessions", "6", "--rounds", "2", "--max-seconds", "2",
                    "--samples", "4", "--store", str(store), "--output", str(out), "--quiet", timeout=600)
     assert proc.stderr == "" and proc.stdout == ""
     text = out.read_text()
@@ -84,10 +84,12 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     assert head.scenario.description == "tiny rmsnorm from the head tree"
     assert (base.git.sha, head.git.sha) == (shas["base"], shas["head"])
     rounds = len(base.ab.rounds)
-    assert rounds >= 6 and len(head.ab.rounds) == rounds
+    assert rounds == 12 and len(head.ab.rounds) == rounds  # the minimum 6 sessions of 2 rounds: the budget is spent
+    assert [(r.session, r.index) for r in head.ab.rounds] == [(s, i) for s in range(6) for i in range(2)]
     assert [v.name for v in base.variants] == ["naive", "fused"]
     assert all(len(v.samples_us) == 4 * rounds and v.status.value == "ok" for v in (*base.variants, *head.variants))
-    assert f"**{rounds} rounds** in ABBA order, 4 samples per variant per side per round" in text
+    assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
+            "4 samples per variant per side per round") in text
     assert f"base {shas['base'][:12]} vs head {shas['head'][:12]}" in text
     assert "Scenario **tiny** (shape 4\\,64, float32) on **cpu**" in text
     assert f"base run {md_escape(base.run_id)}, head run {md_escape(head.run_id)}" in text
@@ -191,7 +193,8 @@ def test_a_scenario_the_base_config_does_not_name_is_new_in_head(tmp_path: Path)
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--min-rounds", "7"], "--min-rounds 7: must be an even number >= 6"),
+        (["--sessions", "5"], "--sessions 5: must be at least 6"),
+        (["--rounds", "3"], "--rounds 3: must be an even number >= 2"),
         (["--shape", "4,x"], "shape '4,x': expected comma-separated positive integers"),
         (["--base", "/nonexistent/x"], "--base /nonexistent/x: not a folder"),
     ],

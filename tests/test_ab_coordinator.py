@@ -1,5 +1,5 @@
-"""The A/B coordinator with deterministic fake workers and a fake clock: order, verdicts, budget, sides, bundles,
-and the comment (escaping, what it states). No processes, no timing luck."""
+"""The A/B coordinator with deterministic fake workers and a fake clock: sessions, order, verdicts, budget, sides,
+bundles, and the comment (escaping, what it states). No processes, no timing luck."""
 
 from __future__ import annotations
 
@@ -39,12 +39,17 @@ class Clock:
 
 @dataclass
 class FakeWorker:
-    """A side whose per-call times are ``times_us[v] * factor(block index) * drift(clock)``, exactly."""
+    """A side whose per-call times are ``times_us[v] * process * factor(block index) * drift(clock)``, exactly;
+    ``process`` is this worker process's own fixed offset (the same code runs a little faster or slower in one
+    process than in another), ``warm_status_from_session`` a variant status from that session on."""
 
     side: str
     times_us: dict[str, float]
     clock: Clock
     log: list[tuple[str, str, dict[str, Any]]]
+    session: int = 0
+    process: float = 1.0
+    warm_status_from_session: tuple[int, dict[str, str]] | None = None
     factor: Callable[[int], float] = lambda _i: 1.0
     drift: Callable[[float], float] = lambda _t: 1.0
     block_s: float = 1.0
@@ -78,8 +83,10 @@ class FakeWorker:
 
     def _warm(self, msg: dict[str, Any]) -> dict[str, Any]:
         out = {}
+        later = self.warm_status_from_session
+        statuses = later[1] if later is not None and self.session >= later[0] else self.warm_status
         for name in msg["variants"]:
-            status = self.warm_status.get(name, "ok")
+            status = statuses.get(name, "ok")
             out[name] = {"status": status, "error": None if status == "ok" else f"{status}: boom {HOSTILE}",
                          "first_call_us": 10 * self.times_us[name], "calls_per_sample": 2 if self.side == "head" else 1,
                          "correctness": None, "bytes_per_call": 64, "flops_per_call": 16}
@@ -88,22 +95,40 @@ class FakeWorker:
     def _block(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.die_at_block is not None and self.blocks == self.die_at_block:
             return {"event": "error", "stage": "block", "message": "Segmentation fault"}
-        scale = self.factor(self.blocks) * self.drift(self.clock.now)
+        scale = self.process * self.factor(self.blocks) * self.drift(self.clock.now)
         self.blocks += 1
         self.clock.now += self.block_s
         samples = {name: [self.times_us[name] * scale * f for f in (0.9, 1.0, 1.0, 3.0)] for name in msg["calls"]}
         return {"event": "block", "samples_us": samples}
 
 
+@dataclass
+class Pair:
+    """What a coordinated fake pair produced: the result, the log of every command, every session's workers."""
+
+    result: PairResult
+    log: list[tuple[str, str, dict[str, Any]]]
+    workers: list[dict[str, FakeWorker]]
+
+
 def pair(base_times: dict[str, float], head_times: dict[str, float], settings: AbSettings | None = None,
-         **head_kw: Any) -> tuple[PairResult, list[tuple[str, str, dict[str, Any]]], FakeWorker, FakeWorker]:
+         process: Callable[[int], float] = lambda _session: 1.0, **head_kw: Any) -> Pair:
+    """Coordinate fake workers; ``process(session)`` is head's process offset in that session; ``base_*`` keywords
+    go to base's workers, the others to head's."""
     clock, log = Clock(), []  # type: ignore[var-annotated]
     base_kw = {k[5:]: head_kw.pop(k) for k in list(head_kw) if k.startswith("base_")}
     drift = head_kw.pop("drift", lambda _t: 1.0)
-    base = FakeWorker("base", base_times, clock, log, drift=drift, **base_kw)
-    head = FakeWorker("head", head_times, clock, log, drift=drift, **head_kw)
-    result = coordinate(base, head, ROOTS, "tiny", settings or AbSettings(), clock=clock)
-    return result, log, base, head
+    made: list[dict[str, FakeWorker]] = []
+
+    def spawn() -> dict[str, Any]:
+        session = len(made)
+        made.append({"base": FakeWorker("base", base_times, clock, log, session, drift=drift, **base_kw),
+                     "head": FakeWorker("head", head_times, clock, log, session, process(session), drift=drift,
+                                        **head_kw)})
+        return dict(made[-1])
+
+    result = coordinate(spawn, ROOTS, "tiny", settings or AbSettings(), clock=clock)
+    return Pair(result, log, made)
 
 
 def linear_drift(t: float) -> float:
@@ -115,20 +140,23 @@ def block_sides(log: list[tuple[str, str, dict[str, Any]]]) -> str:
     return "".join(side[0].upper() for side, cmd, _ in log if cmd == "block")
 
 
-def test_rounds_alternate_abba_after_one_priming_round() -> None:
-    result, log, *_ = pair({"naive": 100.0}, {"naive": 100.0})
-    assert result.stop_reason == "decided" and len(result.rounds) == 10
-    assert block_sides(log) == "BH" + "BHHB" * 5
-    assert [r.first_side for r in result.rounds] == ["base", "head"] * 5
-    loads = [side for side, cmd, _ in log if cmd == "load"]
-    warms = [side for side, cmd, _ in log if cmd == "warm"]
-    assert loads == ["base", "head"] and warms == ["base", "head"]
-    # both sides time the same calls per sample: the larger of the two calibrations
-    assert all(msg["calls"] == {"naive": 2} for _, cmd, msg in log if cmd == "block")
+def test_sessions_of_fresh_workers_each_prime_then_alternate_abba() -> None:
+    p = pair({"naive": 100.0}, {"naive": 100.0})
+    result = p.result
+    assert result.stop_reason == "decided" and result.sessions == 6 and len(result.rounds) == 24
+    assert len(p.workers) == 6 and all(w.closed for session in p.workers for w in session.values())
+    assert block_sides(p.log) == ("BH" + "BHHB" * 2) * 6  # per session: one priming round, then 4 rounds ABBA
+    assert [(r.session, r.index, r.first_side) for r in result.rounds[:5]] == [
+        (0, 0, "base"), (0, 1, "head"), (0, 2, "base"), (0, 3, "head"), (1, 0, "base")]
+    loads = [side for side, cmd, _ in p.log if cmd == "load"]
+    warms = [side for side, cmd, _ in p.log if cmd == "warm"]
+    assert loads == ["base", "head"] * 6 and warms == ["base", "head"] * 6
+    # both sides time the same calls per sample in every session: the larger of session 1's calibrations
+    assert all(msg["calls"] == {"naive": 2} for _, cmd, msg in p.log if cmd == "block")
 
 
 def test_same_code_under_strong_drift_is_no_change() -> None:
-    result, *_ = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 50.0}, drift=linear_drift)
+    result = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 50.0}, drift=linear_drift).result
     (naive, fused) = result.variants
     assert naive.stats is not None and fused.stats is not None
     medians = naive.stats.base_round_medians_us
@@ -137,39 +165,55 @@ def test_same_code_under_strong_drift_is_no_change() -> None:
     assert result.verdict is AbVerdict.NO_CHANGE and result.exit_code is ExitCode.OK
 
 
+def test_a_process_offset_is_never_read_as_a_change() -> None:
+    """The same code in one worker process runs 10 % slower or faster than in another, for the process's life. Inside
+    one session every round agrees (a one-session pair would call it a regression); across sessions it is noise."""
+    offsets = (1.10, 0.90, 1.10, 0.90, 1.10, 0.90)
+    p = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=60.0), process=lambda s: offsets[s % 6])
+    stats = p.result.variants[0].stats
+    assert stats is not None and stats.session_ratios == pytest.approx(offsets)
+    assert all(r == pytest.approx(1.10) for r in stats.round_ratios[:4])  # session 1 alone looked like +10 %
+    assert (stats.ci_low, stats.ci_high) == pytest.approx((0.90, 1.10)) and stats.process_noise_pct > 9
+    assert p.result.verdict is AbVerdict.INCONCLUSIVE and p.result.exit_code is ExitCode.INCONCLUSIVE
+    small = pair({"naive": 100.0}, {"naive": 100.0}, process=lambda s: (1.02, 0.99, 1.01, 0.98, 1.03, 1.0)[s])
+    assert small.result.verdict is AbVerdict.NO_CHANGE and small.result.sessions == 6
+
+
 def test_a_real_slowdown_is_a_regression_and_three_percent_is_not() -> None:
-    slow, *_ = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 62.5}, drift=linear_drift)
+    slow = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 62.5}, drift=linear_drift).result
     assert [v.verdict for v in slow.variants] == [AbVerdict.NO_CHANGE, AbVerdict.REGRESSION]
     assert slow.exit_code is ExitCode.REGRESSION
-    small, *_ = pair({"fused": 50.0}, {"fused": 51.5}, drift=linear_drift)
+    small = pair({"fused": 50.0}, {"fused": 51.5}, drift=linear_drift).result
     assert small.variants[0].verdict is AbVerdict.NO_CHANGE and small.exit_code is ExitCode.OK
-    faster, *_ = pair({"fused": 50.0}, {"fused": 40.0}, drift=linear_drift)
+    faster = pair({"fused": 50.0}, {"fused": 40.0}, drift=linear_drift).result
     assert faster.verdict is AbVerdict.IMPROVEMENT and faster.exit_code is ExitCode.OK
 
 
-def test_inconclusive_runs_more_rounds_until_the_budget_then_exits_7() -> None:
-    settings = AbSettings(max_seconds=30.0)
-    result, *_ = pair({"naive": 100.0}, {"naive": 100.0}, settings, factor=lambda i: 1.12 if i % 2 else 1.0)
+def test_inconclusive_runs_more_sessions_until_the_budget_then_exits_7() -> None:
+    settings = AbSettings(max_seconds=100.0)
+    result = pair({"naive": 100.0}, {"naive": 100.0}, settings, process=lambda s: 1.12 if s % 2 else 1.0).result
     assert result.variants[0].verdict is AbVerdict.INCONCLUSIVE
     assert result.stop_reason == "time budget" and result.exit_code is ExitCode.INCONCLUSIVE
-    assert len(result.rounds) > settings.min_rounds
-    round_s = 2.0  # two fake blocks of 1 s
-    assert result.rounds_s <= settings.max_seconds < result.rounds_s + settings.check_every * round_s
+    session_s = 10.0  # five rounds (one priming) of two fake blocks of 1 s
+    assert result.sessions == 10 > settings.min_sessions  # 6 sessions (60 s), then more while one more fits
+    total_s = result.rounds_s + result.warm_s
+    assert total_s <= settings.max_seconds < total_s + session_s
 
 
-def test_more_rounds_settle_an_inconclusive_start() -> None:
-    # head blocks 0-10 (priming + 10 rounds) alternate 1.0 / 1.3, later ones are all 1.2. At 18 rounds the
-    # sign-test rank is 5 (the 5th smallest ratio is still 1.0); at 20 it is 6, and ranks 6..15 are all 1.2.
-    result, *_ = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=1000.0),
-                      factor=lambda i: (1.3 if i % 2 else 1.0) if i <= 10 else 1.2)
-    assert result.stop_reason == "decided" and len(result.rounds) == 20
+def test_more_sessions_settle_an_inconclusive_start() -> None:
+    # head's processes in sessions 1-6 alternate 1.0 / 1.3, later ones are all 1.2. With n sessions the interval is
+    # [k-th smallest, k-th largest], k = 3 up to n = 14 (so 1.0 is still in it) and 4 at n = 15: [1.2, 1.2].
+    result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=1000.0),
+                  process=lambda s: (1.3 if s % 2 else 1.0) if s < 6 else 1.2).result
+    assert result.stop_reason == "decided" and result.sessions == 15
     stats = result.variants[0].stats
     assert stats is not None and (stats.ci_low, stats.ci_high) == pytest.approx((1.2, 1.2))
     assert result.exit_code is ExitCode.REGRESSION
 
 
 def test_variants_on_one_side_only_are_new_or_removed_never_failures() -> None:
-    result, log, *_ = pair({"naive": 100.0, "old": 10.0}, {"naive": 100.0, "new": 10.0})
+    p = pair({"naive": 100.0, "old": 10.0}, {"naive": 100.0, "new": 10.0})
+    result, log = p.result, p.log
     kinds = {v.name: v.kind for v in result.variants}
     assert kinds == {"naive": VariantKind.MEASURED, "old": VariantKind.REMOVED, "new": VariantKind.NEW}
     assert all(set(msg["calls"]) == {"naive"} for _, cmd, msg in log if cmd == "block")
@@ -180,7 +224,9 @@ def test_variants_on_one_side_only_are_new_or_removed_never_failures() -> None:
 
 
 def test_a_side_that_fails_to_load_is_named_and_exits_3() -> None:
-    result, log, base, head = pair({"naive": 100.0}, {"naive": 100.0}, load_error=f"ImportError: {HOSTILE}")
+    p = pair({"naive": 100.0}, {"naive": 100.0}, load_error=f"ImportError: {HOSTILE}")
+    result, log = p.result, p.log
+    assert len(p.workers) == 1 and all(w.closed for w in p.workers[0].values())
     assert [s.side for s in result.failed_sides] == ["head"] and result.head.error_stage == "load"
     assert result.rounds == () and result.exit_code is ExitCode.BAD_INPUT
     assert [cmd for _, cmd, _ in log] == ["load", "load"]
@@ -191,26 +237,35 @@ def test_a_side_that_fails_to_load_is_named_and_exits_3() -> None:
 
 
 def test_a_variant_that_fails_to_compile_in_head_is_a_named_regression() -> None:
-    result, log, *_ = pair({"naive": 100.0, "compiled": 20.0}, {"naive": 100.0, "compiled": 20.0},
-                           warm_status={"compiled": "failed"})
+    result = pair({"naive": 100.0, "compiled": 20.0}, {"naive": 100.0, "compiled": 20.0},
+                  warm_status={"compiled": "failed"}).result
     kinds = {v.name: v.kind for v in result.variants}
     assert kinds == {"naive": VariantKind.MEASURED, "compiled": VariantKind.BROKEN_IN_HEAD}
     assert result.exit_code is ExitCode.REGRESSION and result.verdict is AbVerdict.REGRESSION
     text = render_ab_markdown(result, COMMITS, None)
     assert f":red_circle: broken in head: {md_escape('failed: boom ' + HOSTILE)}" in text
-    only_base, *_ = pair({"naive": 100.0, "compiled": 20.0}, {"naive": 100.0, "compiled": 20.0},
-                         base_warm_status={"compiled": "incorrect"})
+    only_base = pair({"naive": 100.0, "compiled": 20.0}, {"naive": 100.0, "compiled": 20.0},
+                     base_warm_status={"compiled": "incorrect"}).result
     assert only_base.variants[1].kind is VariantKind.FAILED_IN_BASE and only_base.exit_code is ExitCode.OK
 
 
 def test_a_worker_dying_mid_rounds_is_named() -> None:
-    with pytest.raises(SideFailed, match="the head worker failed in round 3: Segmentation fault"):
+    with pytest.raises(SideFailed, match="the head worker failed in session 1, round 3: Segmentation fault"):
         pair({"naive": 100.0}, {"naive": 100.0}, die_at_block=3)  # blocks 0 priming, 1-2 rounds 1-2
 
 
+def test_a_variant_breaking_in_a_later_session_stops_the_pair_naming_it() -> None:
+    with pytest.raises(SideFailed, match=r"^the head side failed in session 3 \(warm\), after working in session 1: "
+                       "compiled: failed: boom"):
+        pair({"naive": 100.0, "compiled": 20.0}, {"naive": 100.0, "compiled": 20.0},
+             warm_status_from_session=(2, {"compiled": "failed"}))
+
+
 def test_bad_settings_and_unknown_variants_are_refused() -> None:
-    with pytest.raises(UsageError, match="^min_rounds 5: must be an even number >= 6"):
-        pair({"naive": 1.0}, {"naive": 1.0}, AbSettings(min_rounds=5))
+    with pytest.raises(UsageError, match="^sessions 5: must be at least 6"):
+        pair({"naive": 1.0}, {"naive": 1.0}, AbSettings(min_sessions=5))
+    with pytest.raises(UsageError, match="^rounds 3: must be an even number >= 2"):
+        pair({"naive": 1.0}, {"naive": 1.0}, AbSettings(rounds_per_session=3))
     with pytest.raises(UsageError, match="^threshold 0: must be a positive"):
         pair({"naive": 1.0}, {"naive": 1.0}, AbSettings(threshold_pct=0))
     with pytest.raises(UsageError, match="^variants: turbo not declared on either side"):
@@ -223,14 +278,15 @@ def test_bad_settings_and_unknown_variants_are_refused() -> None:
 
 
 def test_differing_default_shapes_use_base_and_say_so() -> None:
-    result, log, *_ = pair({"naive": 1.0}, {"naive": 1.0}, default_shape=(8, 8))
+    p = pair({"naive": 1.0}, {"naive": 1.0}, default_shape=(8, 8))
+    result, log = p.result, p.log
     assert result.shape == (4, 8)
     assert all(msg["shape"] == [4, 8] for _, cmd, msg in log if cmd == "warm")
     assert result.notes == ("the scenario's default shape differs (base 4,8, head 8,8); both sides used base's",)
 
 
 def test_both_runs_are_stored_as_one_pair_with_every_rounds_samples(tmp_path: Path) -> None:
-    result, *_ = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 62.5}, drift=linear_drift)
+    result = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 62.5}, drift=linear_drift).result
     ids = store_pair(result, COMMITS, tmp_path)
     base, head = load_run(tmp_path / ids["base"]), load_run(tmp_path / ids["head"])
     assert [r.run_id for r in load_store(tmp_path)] == sorted(ids.values())
@@ -243,7 +299,8 @@ def test_both_runs_are_stored_as_one_pair_with_every_rounds_samples(tmp_path: Pa
     for run, side in ((base, "base"), (head, "head")):
         assert run.ab is not None and len(run.ab.rounds) == len(result.rounds)
         for stored, measured in zip(run.ab.rounds, result.rounds, strict=True):
-            assert stored.first_side == measured.first_side
+            assert (stored.first_side, stored.session, stored.index) == (measured.first_side, measured.session,
+                                                                       measured.index)
             assert {s.variant: s.samples_us for s in stored.samples} == measured.samples_us[side]
         fused = run.variant("fused")
         assert fused is not None
@@ -253,10 +310,12 @@ def test_both_runs_are_stored_as_one_pair_with_every_rounds_samples(tmp_path: Pa
 
 
 def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
-    result, *_ = pair({HOSTILE: 100.0}, {HOSTILE: 125.0}, drift=linear_drift)
+    result = pair({HOSTILE: 100.0}, {HOSTILE: 125.0}, drift=linear_drift).result
     text = render_ab_markdown(result, COMMITS, {"base": "run-a", "head": "run-b"})
     assert text.startswith("<!-- reportgen-ab -->\n### :x: reportgen A/B: regression: ")
-    assert "**10 rounds** in ABBA order, 8 samples per variant per side per round" in text
+    assert ("**6 sessions** (fresh pairs of worker processes) of 4 rounds, **24 rounds** in all, in ABBA order, "
+            "8 samples per variant per side per round") in text
+    assert "between pairs of processes (spread of the sessions' ratios): at most 0.0 %" in text
     assert md_escape(METHOD) in text and "stopped: decided" in text
     assert "The pair's own noise (spread of one side's round medians): at most " in text
     assert "base aaaaaaaaaaaa vs head bbbbbbbbbbbb \\(with uncommitted changes\\)" in text
@@ -268,7 +327,8 @@ def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     assert "run\\-a" in text
     doc = json.loads(ab_json(result, COMMITS, None))
     assert doc["schema_version"] == 1 and doc["verdict"] == "regression" and doc["exit_code"] == 1
-    assert len(doc["rounds"]) == 10 and doc["variants"][0]["stats"]["rounds"] == 10
+    assert len(doc["rounds"]) == 24 and doc["variants"][0]["stats"]["rounds"] == 24 and doc["sessions"] == 6
+    assert doc["variants"][0]["stats"]["sessions"] == 6 and doc["rounds"][-1]["session"] == 5
 
 
 def test_a_scenario_on_one_side_only_is_new_or_removed() -> None:

@@ -1,4 +1,4 @@
-"""reportgen.ab.pairstats and reportgen.ab.drift on synthetic rounds whose statistics are known exactly."""
+"""reportgen.ab.pairstats and reportgen.ab.drift on synthetic rounds and sessions whose statistics are known exactly."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from reportgen.ab.drift import (
 )
 from reportgen.ab.pairstats import (
     AbVerdict,
+    SessionRounds,
     median,
     overall_verdict,
     pair_stats,
@@ -32,18 +33,25 @@ def blocks(medians: list[float]) -> list[list[float]]:
     return [[m * 0.5, m, m * 4.0] for m in medians]
 
 
-def rounds_with_ratios(ratios: list[float], base_us: float = 128.0) -> tuple[list[list[float]], list[list[float]]]:
-    """Base blocks with median ``base_us`` (a power of two: the ratios divide back exactly) and head blocks x ratio."""
-    return blocks([base_us] * len(ratios)), blocks([base_us * r for r in ratios])
+def sessions_of(base: list[list[float]], head: list[list[float]], per_session: int = 1) -> list[SessionRounds]:
+    """Rounds grouped into sessions of ``per_session`` rounds each."""
+    return [SessionRounds(tuple(map(tuple, base[i:i + per_session])), tuple(map(tuple, head[i:i + per_session])))
+            for i in range(0, len(base), per_session)]
 
 
-# Ten rounds: sorted 1.06 1.07 1.08 1.09 1.10 1.11 1.12 1.15 1.20 1.30. For n = 10 the sign-test rank is 2
+def rounds_with_ratios(ratios: list[float], base_us: float = 128.0) -> list[SessionRounds]:
+    """One round per session: base blocks with median ``base_us`` (a power of two: the ratios divide back exactly)
+    and head blocks x ratio."""
+    return sessions_of(blocks([base_us] * len(ratios)), blocks([base_us * r for r in ratios]))
+
+
+# Ten sessions: sorted 1.06 1.07 1.08 1.09 1.10 1.11 1.12 1.15 1.20 1.30. For n = 10 the sign-test rank is 2
 # (P(B <= 1) = 11/1024 per tail), so the interval is [2nd smallest, 2nd largest] = [1.07, 1.20].
 SLOWER = [1.10, 1.20, 1.06, 1.12, 1.08, 1.30, 1.07, 1.15, 1.09, 1.11]
 
 
 def test_sign_test_ranks_match_the_binomial_table() -> None:
-    assert sign_test_rank(5) == (0, 1.0)  # 2 * 1/32 > 5 %: no 95 % interval with 5 rounds
+    assert sign_test_rank(5) == (0, 1.0)  # 2 * 1/32 > 5 %: no 95 % interval with 5 values
     assert sign_test_rank(6) == (1, 1 - 2 / 64)
     assert sign_test_rank(10) == (2, 1 - 2 * 11 / 1024)
     assert sign_test_rank(20)[0] == 6
@@ -56,9 +64,8 @@ def test_sign_test_ranks_match_the_binomial_table() -> None:
 
 
 def test_exact_interval_ratio_and_regression() -> None:
-    base, head = rounds_with_ratios(SLOWER)
-    s = pair_stats(base, head, threshold_pct=5.0)
-    assert s.rounds == 10
+    s = pair_stats(rounds_with_ratios(SLOWER), threshold_pct=5.0)
+    assert s.rounds == 10 and s.sessions == 10 and s.session_ratios == pytest.approx(SLOWER, rel=1e-15)
     assert s.base_round_medians_us == (128.0,) * 10
     assert s.round_ratios == pytest.approx(SLOWER, rel=1e-15)
     assert s.ratio == pytest.approx((1.10 + 1.11) / 2, rel=1e-15)
@@ -68,28 +75,43 @@ def test_exact_interval_ratio_and_regression() -> None:
     assert s.change_pct == pytest.approx(10.5) and s.ci_low_pct == pytest.approx(7.0)
 
 
-def test_one_preempted_round_does_not_move_the_interval() -> None:
-    wild = [6.0 if r == 1.30 else r for r in SLOWER]  # the largest ratio becomes a preempted round
-    s = pair_stats(*rounds_with_ratios(wild), threshold_pct=5.0)
+def test_one_preempted_session_does_not_move_the_interval() -> None:
+    wild = [6.0 if r == 1.30 else r for r in SLOWER]  # the largest ratio becomes a preempted session
+    s = pair_stats(rounds_with_ratios(wild), threshold_pct=5.0)
     assert (s.ci_low, s.ci_high) == pytest.approx((1.07, 1.20), rel=1e-15)
     assert s.verdict is AbVerdict.REGRESSION
 
 
 def test_threshold_of_ten_makes_the_same_rounds_inconclusive() -> None:
-    s = pair_stats(*rounds_with_ratios(SLOWER), threshold_pct=10.0)
+    s = pair_stats(rounds_with_ratios(SLOWER), threshold_pct=10.0)
     assert s.verdict is AbVerdict.INCONCLUSIVE  # [1.07, 1.20] straddles 1.10
 
 
 def test_same_code_with_a_systematic_one_percent_is_no_change() -> None:
     ratios = [1.01 * f for f in (0.99, 1.01, 0.98, 1.02, 1.00, 0.995, 1.005, 0.97, 1.03, 1.0)]
-    s = pair_stats(*rounds_with_ratios(ratios), threshold_pct=5.0)
+    s = pair_stats(rounds_with_ratios(ratios), threshold_pct=5.0)
     assert s.verdict is AbVerdict.NO_CHANGE
     assert 0.95 < s.ci_low <= s.ratio <= s.ci_high < 1.05
 
 
+def test_a_session_is_the_median_of_its_rounds_and_the_interval_is_over_sessions() -> None:
+    """Six sessions of four rounds: each session's rounds agree closely (within-session noise is small) but the
+    sessions differ (one process pair is 9 % off): the interval spans the sessions, not the rounds."""
+    per_round = [[1.09, 1.10, 1.11, 1.10], [0.99, 1.0, 1.0, 1.01], [0.90, 0.91, 0.92, 0.91],
+                 [1.0, 1.0, 1.0, 1.0], [1.02, 1.03, 1.03, 1.04], [0.97, 0.98, 0.98, 0.99]]
+    ratios = [r for session in per_round for r in session]
+    base, head = blocks([128.0] * 24), blocks([128.0 * r for r in ratios])
+    s = pair_stats(sessions_of(base, head, per_session=4), 5.0)
+    assert s.rounds == 24 and s.sessions == 6
+    assert s.session_ratios == pytest.approx((1.10, 1.0, 0.91, 1.0, 1.03, 0.98), rel=1e-12)
+    assert (s.ci_low, s.ci_high) == pytest.approx((0.91, 1.10), rel=1e-12)  # n = 6: min and max, 96.9 %
+    assert s.verdict is AbVerdict.INCONCLUSIVE  # a round-level interval of these 24 would have said no change
+    assert s.process_noise_pct == pytest.approx(robust_spread_pct(s.session_ratios))
+
+
 def test_improvement_needs_the_whole_interval_below() -> None:
     faster = [1 / r for r in SLOWER]
-    s = pair_stats(*rounds_with_ratios(faster), threshold_pct=5.0)
+    s = pair_stats(rounds_with_ratios(faster), threshold_pct=5.0)
     assert (s.ci_low, s.ci_high) == pytest.approx((1 / 1.20, 1 / 1.07), rel=1e-15)
     assert s.verdict is AbVerdict.IMPROVEMENT
 
@@ -114,7 +136,7 @@ def test_noise_is_the_robust_spread_of_one_sides_round_medians() -> None:
     medians = [100.0, 100 * math.exp(a), 100 * math.exp(-a), 100 * math.exp(2 * a), 100 * math.exp(-2 * a)]
     # logs around their median 0: |0|, a, a, 2a, 2a -> MAD a -> 1.4826 a
     assert robust_spread_pct(medians) == pytest.approx(1.4826 * a * 100)
-    s = pair_stats(blocks(medians + [100.0]), blocks([m * 1.0 for m in medians + [100.0]]), 5.0)
+    s = pair_stats(sessions_of(blocks(medians + [100.0]), blocks([m * 1.0 for m in medians + [100.0]])), 5.0)
     assert s.base_noise_pct == pytest.approx(robust_spread_pct(medians + [100.0]))
     assert s.ratio_noise_pct == 0.0 and s.verdict is AbVerdict.NO_CHANGE
 
@@ -122,9 +144,9 @@ def test_noise_is_the_robust_spread_of_one_sides_round_medians() -> None:
 def test_median_and_refusals() -> None:
     assert median([3.0, 1.0, 2.0]) == 2.0 and median([4.0, 1.0, 2.0, 3.0]) == 2.5
     with pytest.raises(ValueError, match="rounds differ"):
-        pair_stats(blocks([1.0] * 6), blocks([1.0] * 7), 5.0)
-    with pytest.raises(ValueError, match="at least 6 rounds"):
-        pair_stats(blocks([1.0] * 5), blocks([1.0] * 5), 5.0)
+        pair_stats([SessionRounds(((1.0,),) * 2, ((1.0,),) * 3)] * 6, 5.0)
+    with pytest.raises(ValueError, match="at least 6 values, got 5"):
+        pair_stats(sessions_of(blocks([1.0] * 5), blocks([1.0] * 5)), 5.0)
 
 
 def test_overall_verdict_precedence() -> None:

@@ -224,7 +224,7 @@ def test_pull_request_mode_runs_ab_comments_once_and_gates(tmp_path: Path, api: 
     event.write_text(json.dumps({"pull_request": {"number": 7, "base": {"sha": base_sha}}}))
     state.comments.append({"id": 5, "body": f"{MARKER}\nold", "user": {"type": "Bot"}})
     env = action_env(tmp_path, work, GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=url, RG_THRESHOLD="50",
-                     RG_AB_ARGS="--min-rounds 6 --max-seconds 2 --samples 3")
+                     RG_AB_ARGS="--rounds 2 --max-seconds 2 --samples 3")
     proc = run_action("pull-request", env, work)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "::error::reportgen: a variant is significantly slower, or broken in the head" in proc.stdout
@@ -236,7 +236,8 @@ def test_pull_request_mode_runs_ab_comments_once_and_gates(tmp_path: Path, api: 
     assert "| fused\\_inplace | — | — | — | — | :red_circle: broken in head: wrong result against the reference |" in body
     assert "Scenario **add\\_rmsnorm** (shape 4\\,64, float32) on **cpu**" in body  # found through the config
     assert f"base {base_sha[:12]} vs head {head_sha[:12]}" in body
-    assert "Threshold 50 %." in body and re.search(r"\*\*\d+ rounds\*\* in ABBA order, 3 samples per variant", body)
+    assert "Threshold 50 %." in body and re.search(r"\*\*6 sessions\*\* \(fresh pairs of worker processes\) of 2 rounds, "
+                                                   r"\*\*12 rounds\*\* in all, in ABBA order, 3 samples per variant", body)
     comment_file = Path((tmp_path / "runner-temp" / "output").read_text().split("comment=")[1].strip())
     assert comment_file.read_text() == body
     assert git(work, "worktree", "list").count("\n") == 0  # the base worktree is removed

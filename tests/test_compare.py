@@ -460,29 +460,42 @@ def test_head_and_ab_sides_are_not_history() -> None:
     assert compare_runs(b, earlier, 5.0, (*history_with(STEADY[:2], b), b, earlier)).verdict is Verdict.INCONCLUSIVE
 
 
-def _ab_pair(base_us: float, head_us: float, rounds: int) -> tuple[Run, Run]:
-    """The two sides of one interleaved A/B pair of variant x: every round's blocks at these times."""
-    b, h = runs((v("x", (base_us,) * 5 * rounds),), (v("x", (head_us,) * 5 * rounds),))
+def _ab_pair(base_us: float, head_us: float, sessions: int, rounds: int = 4) -> tuple[Run, Run]:
+    """The two sides of one interleaved A/B pair of variant x: ``sessions`` sessions of ``rounds`` rounds, every
+    block at these times."""
+    n = sessions * rounds
+    b, h = runs((v("x", (base_us,) * 5 * n),), (v("x", (head_us,) * 5 * n),))
 
     def info(side: str, partner: str, us: float) -> AbInfo:
         return AbInfo("pair42", side, partner, "paired", 5.0,
-                      tuple(AbRound(i, "base" if i % 2 == 0 else "head", (AbRoundSamples("x", (us,) * 5),))
-                            for i in range(rounds)))
+                      tuple(AbRound(i, "base" if i % 2 == 0 else "head", (AbRoundSamples("x", (us,) * 5),), session)
+                            for session in range(sessions) for i in range(rounds)))
     return (dataclasses.replace(b, ab=info("base", h.run_id, base_us)),
             dataclasses.replace(h, ab=info("head", b.run_id, head_us)))
 
 
 def test_an_ab_pair_keeps_its_paired_statistics_unwidened_without_history() -> None:
-    b, h = _ab_pair(100.0, 120.0, 10)
+    b, h = _ab_pair(100.0, 120.0, sessions=6)
     comp = compare_runs(b, h, 5.0, history_with(DRIFTING, b))  # a drifting history does not widen a pair
     x = comp.variants[0]
     assert comp.pairing is Pairing.INTERLEAVED and x.outcome is Outcome.SLOWER and comp.verdict is Verdict.REGRESSION
-    assert x.paired_rounds == 10 and x.drift_pct is None and x.ci_low_pct == pytest.approx(20.0)
+    assert x.paired_sessions == 6 and x.drift_pct is None and x.ci_low_pct == pytest.approx(20.0)
     assert comp.drift_note.startswith("interleaved A/B pair pair42: paired statistics")
-    assert "| +20.0 % to +20.0 % | paired, 10 rounds | :red_circle: slower |" in render_markdown(comp)
+    assert "| +20.0 % to +20.0 % | paired, 6 sessions | :red_circle: slower |" in render_markdown(comp)
     # not partners (another pair's head): compared as separate runs, drift unknown
     other = dataclasses.replace(h, ab=dataclasses.replace(h.ab, pair_id="pair43") if h.ab else None)
     assert compare_runs(b, other, 5.0).verdict is Verdict.INCONCLUSIVE
+
+
+def test_an_ab_pair_of_too_few_sessions_never_decides_a_change() -> None:
+    """Rounds of one pair of processes cannot see the difference between processes (schema-3 pairs had one)."""
+    b, h = _ab_pair(100.0, 120.0, sessions=1, rounds=40)
+    comp = compare_runs(b, h, 5.0)
+    x = comp.variants[0]
+    assert x.paired_sessions == 0 and x.outcome is Outcome.INCONCLUSIVE and comp.verdict is Verdict.INCONCLUSIVE
+    assert "| interleaved, too few sessions | :grey_question: inconclusive: too few sessions |" in render_markdown(comp)
+    same = compare_runs(*_ab_pair(100.0, 100.0, sessions=5), 5.0)
+    assert same.variants[0].outcome is Outcome.NO_CHANGE  # within the threshold: nothing to decide
 
 
 # --- JSON and the command line -------------------------------------------------------------------------

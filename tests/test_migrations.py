@@ -42,8 +42,8 @@ def _drop_nones_absent_from(new: object, old: object) -> object:
     return new
 
 
-def test_schema_is_3_and_every_older_version_has_a_step() -> None:
-    assert SCHEMA_VERSION == 3
+def test_schema_is_4_and_every_older_version_has_a_step() -> None:
+    assert SCHEMA_VERSION == 4
     assert sorted(migrations.STEPS) == list(range(1, SCHEMA_VERSION))
 
 
@@ -60,7 +60,7 @@ def test_stored_v1_bundle_loads_as_the_current_schema() -> None:
     stored.pop("sweep")  # schema 3's field, empty for every older bundle
     stored["peak"] = {k: v for k, v in stored["peak"].items() if k not in ("bandwidth_curve", "cache_levels", "flops_source")}
     assert stored["settings"].pop("cache_flush_bytes") == 0 and stored["settings"].pop("timing_rounds") == 0
-    assert _drop_nones_absent_from(stored, old) == {**old, "schema_version": 3, "environment": V1_ENVIRONMENT_V2}
+    assert _drop_nones_absent_from(stored, old) == {**old, "schema_version": 4, "environment": V1_ENVIRONMENT_V2}
 
 
 def test_v1_device_fields_become_device_extras_exactly() -> None:
@@ -72,7 +72,7 @@ def test_v1_device_fields_become_device_extras_exactly() -> None:
     assert data == before  # the caller's dict is not changed
     env = {k: v for k, v in before["environment"].items()
            if k not in ("cuda_version", "driver_version", "torch_neuronx_version", "neuronx_cc_version")}
-    assert upgraded == {**before, "schema_version": 3, "environment": {
+    assert upgraded == {**before, "schema_version": 4, "environment": {
         **env, "device_extras": {"cuda_version": "12.4", "driver_version": "550.54.15",
                                  "neuronx_cc_version": "2.15.128"}}}
     run = parse_run_json(json.dumps(data), "run.json")
@@ -113,7 +113,7 @@ def test_v1_bundle_builds_a_site_and_its_file_is_not_rewritten(tmp_path: Path) -
 def test_v2_bundle_gains_only_its_version_and_loads_without_a_sweep() -> None:
     data = migrations.upgrade(_v1_data(), "run.json")
     v2 = {**data, "schema_version": 2}
-    assert migrations.upgrade(copy.deepcopy(v2), "run.json") == {**v2, "schema_version": 3}
+    assert migrations.upgrade(copy.deepcopy(v2), "run.json") == {**v2, "schema_version": 4}  # no A/B pair: no rounds
     run = parse_run_json(json.dumps(v2), "run.json")
     assert run.sweep == () and run.peak.bandwidth_curve == () and run.peak.flops_source == ""
 
@@ -136,3 +136,31 @@ def test_stored_v2_bundle_loads_without_a_sweep_and_builds(tmp_path: Path) -> No
     assert main(["build", "--runs", str(store), "--out", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "runs" / V2_ID / "index.html").read_text(encoding="utf-8")
     assert "v2-fixture" in page and 'id="sweep"' not in page
+
+
+V3_IDS = {"base": "20261202T001751Z-cpu-a-b-base-277060", "head": "20261202T001751Z-cpu-a-b-head-5ab57f"}
+V3_STORE = ROOT / "tests" / "data" / "bundles" / "v3"
+
+
+def test_stored_v3_ab_pair_gets_session_0_on_every_round_and_nothing_else() -> None:
+    for side, run_id in V3_IDS.items():
+        raw = json.loads((V3_STORE / run_id / "run.json").read_text(encoding="utf-8"))
+        assert raw["schema_version"] == 3 and len(raw["ab"]["rounds"]) == 12  # the fixture is what it claims to be
+        assert all("session" not in r for r in raw["ab"]["rounds"])
+        upgraded = migrations.upgrade(copy.deepcopy(raw), "run.json")
+        expected_rounds = [{**r, "session": 0} for r in raw["ab"]["rounds"]]
+        assert upgraded == {**raw, "schema_version": 4, "ab": {**raw["ab"], "rounds": expected_rounds}}
+        run = load_run(V3_STORE / run_id)
+        assert run.ab is not None and run.ab.side == side and {r.session for r in run.ab.rounds} == {0}
+
+
+def test_a_v3_pair_compares_as_one_session_so_a_change_is_never_decided(tmp_path: Path) -> None:
+    """One pair of processes cannot measure the difference between processes: compare of the stored schema-3
+    pair says 'too few sessions' and never gates on it."""
+    out = tmp_path / "compare.json"
+    code = main(["compare", V3_IDS["base"], V3_IDS["head"], "--store", str(V3_STORE), "--format", "json",
+                 "--fail-on-regression", "--output", str(out)])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert code == 0 and doc["pairing"] == "interleaved"
+    assert {v["name"]: v["paired_sessions"] for v in doc["variants"]} == {"naive": 0, "fused": 0}
+    assert all(v["outcome"] in ("no significant change", "inconclusive") for v in doc["variants"])

@@ -32,6 +32,7 @@ from reportgen.ab.coordinator import (
     SideReport,
     VariantKind,
     VariantPair,
+    Worker,
     WorkerFailed,
     coordinate,
 )
@@ -149,7 +150,8 @@ class AbRequest:
         if args.variants is not None and not variants:
             raise UsageError(f"variants {args.variants!r}: name at least one variant", field="variants")
         settings = AbSettings(
-            threshold_pct=args.threshold, min_rounds=args.min_rounds, max_seconds=args.max_seconds,
+            threshold_pct=args.threshold, min_sessions=args.sessions, rounds_per_session=args.rounds,
+            max_seconds=args.max_seconds,
             samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
             dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, variants=variants,
             device=args.device)
@@ -192,13 +194,13 @@ def _scenario_present(root: Path, ref: str) -> bool:
 
 
 def _measure(request: AbRequest, roots: dict[str, Path]) -> PairResult:
-    workers = {side: ProcessWorker(side) for side in SIDES}
-    try:
-        return coordinate(workers["base"], workers["head"], {s: str(r) for s, r in roots.items()}, request.scenario,
-                          request.settings, progress=None if request.quiet else _progress)
-    finally:
-        for w in workers.values():
-            w.close()
+    return coordinate(_spawn_pair, {s: str(r) for s, r in roots.items()}, request.scenario, request.settings,
+                      progress=None if request.quiet else _progress)
+
+
+def _spawn_pair() -> dict[str, Worker]:
+    """One session's workers: a fresh process per side."""
+    return {side: ProcessWorker(side) for side in SIDES}
 
 
 def _progress(message: str) -> None:
@@ -229,7 +231,8 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
         assert run.ab is not None
         write_bundle(store, dataclasses.replace(
             run, ab=dataclasses.replace(run.ab, partner_run_id=partner),
-            notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner}: {len(run.ab.rounds)} rounds",)), {})
+            notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner}: {len(run.ab.rounds)} rounds "
+                   f"in {result.sessions} sessions",)), {})
     return {side: run.run_id for side, run in runs.items()}
 
 
@@ -239,7 +242,7 @@ def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git
     report: SideReport = getattr(result, side)
     measured = [v.name for v in result.variants if v.kind is VariantKind.MEASURED]
     rounds = tuple(AbRound(r.index, r.first_side, tuple(AbRoundSamples(name, r.samples_us[side][name])
-                                                         for name in measured)) for r in result.rounds)
+                                                         for name in measured), r.session) for r in result.rounds)
     env = from_jsonable(Environment, report.environment or {}, f"{side} worker")
     shape = ",".join(str(d) for d in result.shape or ())
     s = result.settings
@@ -352,6 +355,8 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "base_commit": _commit(commits["base"]),
         "head_commit": _commit(commits["head"]),
         "rounds": len(result.rounds),
+        "sessions": result.sessions,
+        "rounds_per_session": result.settings.rounds_per_session,
         "samples": result.settings.samples_per_block,
         "rounds_s": MdSafe(f"{result.rounds_s:.1f} s"),
         "warm_s": MdSafe(f"{result.warm_s:.1f} s"),
@@ -359,6 +364,7 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "threshold": MdSafe(f"{result.settings.threshold_pct:g} %"),
         "max_noise": MdSafe(f"{max(max(s.base_noise_pct, s.head_noise_pct) for s in measured):.1f} %")
         if measured else None,
+        "process_noise": MdSafe(f"{max(s.process_noise_pct for s in measured):.1f} %") if measured else None,
         "rows": [_row(v) for v in result.variants],
         "notes": list(result.notes),
         "method": result.method,
@@ -390,6 +396,7 @@ def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, s
         "method": result.method,
         "threshold_pct": result.settings.threshold_pct,
         "stop_reason": result.stop_reason,
+        "sessions": result.sessions,
         "rounds_s": result.rounds_s,
         "warm_s": result.warm_s,
         "shape": list(result.shape or ()),

@@ -1,15 +1,23 @@
-"""The A/B coordinator: drive a base and a head worker through interleaved rounds until a verdict.
+"""The A/B coordinator: drive base and head workers through interleaved rounds, in several sessions, to a verdict.
 
-Order: load both sides (in parallel) -> pick shape and dtype -> sort variants into measured,
-new (head only), removed (base only) -> warm and compile base, then head -> one unrecorded
-priming round -> rounds in ABBA order (base first in even rounds, head first in odd ones),
-each round one block of samples per measured variant per side -> after ``min_rounds``, and
-then after every ``check_every`` rounds, the paired statistics; while any variant is
-*inconclusive*, more rounds until the time budget (or ``max_rounds``) is spent.
+A *session* is one fresh pair of worker processes: load both sides (in parallel) -> warm and
+compile base, then head -> one unrecorded priming round -> ``rounds_per_session`` rounds in ABBA
+order (base first in even rounds, head first in odd ones), each round one block of samples per
+measured variant per side -> both workers closed. Why sessions: two processes running the same
+code differ by a fixed amount for their whole life (measured on a 2-core VM: up to ±20 % at a
+cache-resident shape, ±2.5 % at the default shape), which rounds inside one pair of processes
+cannot see. So the process pair is the unit of the interval: after ``min_sessions`` sessions, and
+after every later one, the paired statistics over sessions (``pairstats.pair_stats``); while any
+variant is *inconclusive*, more sessions until the time budget (``max_seconds``, the whole
+measurement: loading, compiling and rounds) or ``max_sessions`` is spent.
 
-Workers are anything with ``send``/``receive``/``close`` (``ProcessWorker`` for real; tests
-pass deterministic fakes and a fake clock). A side that fails to load or warm is named in the
-result, never an exception.
+The first session decides the shape, the dtype, which variants are measured (new, removed,
+broken) and how many calls make one sample; later sessions reuse those.
+
+Workers are anything with ``send``/``receive``/``close``, made by a ``spawn`` callable per session
+(``ProcessWorker`` for real; tests pass deterministic fakes and a fake clock). A side that fails to
+load or warm in the first session is named in the result, never an exception; a failure in a later
+session (the same code worked before) raises ``SideFailed``.
 """
 
 from __future__ import annotations
@@ -20,7 +28,15 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
-from reportgen.ab.pairstats import METHOD, MIN_ROUNDS_FOR_INTERVAL, AbVerdict, PairStats, overall_verdict, pair_stats
+from reportgen.ab.pairstats import (
+    METHOD,
+    MIN_SESSIONS_FOR_INTERVAL,
+    AbVerdict,
+    PairStats,
+    SessionRounds,
+    overall_verdict,
+    pair_stats,
+)
 from reportgen.errors import ExitCode, ReportgenError, UsageError
 
 SIDES = ("base", "head")
@@ -54,10 +70,10 @@ class AbSettings:
     """How a pair is measured and judged."""
 
     threshold_pct: float = 5.0
-    min_rounds: int = 10
-    check_every: int = 2
-    max_rounds: int = 400
-    max_seconds: float = 120.0  # budget for the timed rounds (warm-up and compiles not counted)
+    min_sessions: int = 6
+    rounds_per_session: int = 4
+    max_sessions: int = 60
+    max_seconds: float = 150.0  # budget for the whole measurement: every session's loading, compiling and rounds
     samples_per_block: int = 8
     discard_per_block: int = 1  # samples dropped at the start of each block: the first after a switch ran slow
     warmup: int = 3
@@ -73,9 +89,12 @@ class AbSettings:
         if not self.threshold_pct > 0:
             raise UsageError(f"threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5",
                              field="threshold")
-        if self.min_rounds < MIN_ROUNDS_FOR_INTERVAL or self.min_rounds % 2:
-            raise UsageError(f"min_rounds {self.min_rounds}: must be an even number >= {MIN_ROUNDS_FOR_INTERVAL} "
-                             "(ABBA pairs; fewer rounds have no 95 % interval)", field="min_rounds")
+        if self.min_sessions < MIN_SESSIONS_FOR_INTERVAL:
+            raise UsageError(f"sessions {self.min_sessions}: must be at least {MIN_SESSIONS_FOR_INTERVAL} "
+                             "(fewer sessions have no 95 % interval)", field="sessions")
+        if self.rounds_per_session < 2 or self.rounds_per_session % 2:
+            raise UsageError(f"rounds {self.rounds_per_session}: must be an even number >= 2 (ABBA pairs)",
+                             field="rounds")
         if not self.max_seconds > 0:
             raise UsageError(f"max_seconds {self.max_seconds:g}: must be positive", field="max_seconds")
         if self.samples_per_block < 1:
@@ -133,11 +152,13 @@ class VariantPair:
 
 @dataclass(frozen=True)
 class RoundRecord:
-    """One counted round: which side went first and every block of samples (µs) per side and variant."""
+    """One counted round: its session (pair of worker processes), which side went first and every block of
+    samples (µs) per side and variant. ``index`` counts the rounds inside the session."""
 
     index: int
     first_side: str
     samples_us: dict[str, dict[str, tuple[float, ...]]]  # side -> variant -> samples
+    session: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,11 +172,16 @@ class PairResult:
     dtype: str | None
     variants: tuple[VariantPair, ...]
     rounds: tuple[RoundRecord, ...]
-    stop_reason: str  # "decided", "time budget", "max rounds", "not measured"
+    stop_reason: str  # "decided", "time budget", "max sessions", "not measured"
     rounds_s: float
     warm_s: float
     notes: tuple[str, ...] = ()
     method: str = METHOD
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions (pairs of worker processes) measured rounds."""
+        return len({r.session for r in self.rounds})
 
     @property
     def failed_sides(self) -> tuple[SideReport, ...]:
@@ -183,35 +209,128 @@ def round_order(index: int) -> tuple[str, str]:
     return SIDES if index % 2 == 0 else (SIDES[1], SIDES[0])
 
 
-def coordinate(base: Worker, head: Worker, roots: dict[str, str], scenario: str, settings: AbSettings,
+Spawn = Callable[[], dict[str, Worker]]
+"""Makes one session's workers: side -> a fresh worker."""
+
+
+def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbSettings,
                clock: Callable[[], float] = time.monotonic, progress: Callable[[str], None] | None = None
                ) -> PairResult:
     """Measure a pair to a verdict (see the module docstring). ``roots`` maps side -> checkout folder."""
     settings.check()
     say = progress or (lambda _message: None)
-    workers = {"base": base, "head": head}
     t0 = clock()
-    say("loading both sides")
-    loaded = _load_both(workers, roots, scenario, settings)
-    if any(s.error for s in loaded.values()):
-        return _unmeasured(settings, loaded, None, None, (), clock() - t0)
-    shape, dtype, notes = _shape_and_dtype(loaded, settings)
-    selected = _selected(loaded, settings.variants)
-    sides = dict(loaded)
-    for side in SIDES:  # sequentially: one side's compile does not disturb the other's calibration
-        say(f"warming up and compiling {side}")
-        wanted = [n for n in selected if n in loaded[side].declared]
-        sides[side] = _warm(workers[side], loaded[side], shape, dtype, wanted, settings)
-    warm_s = clock() - t0
-    if any(s.error for s in sides.values()):
-        return _unmeasured(settings, sides, shape, dtype, notes, warm_s)
-    pairs = _classify(sides["base"], sides["head"], selected)
-    calls = {p.name: p.calls_per_sample or 1 for p in pairs if p.kind is VariantKind.MEASURED}
-    say(f"interleaved rounds of {settings.samples_per_block} samples per variant: {', '.join(calls) or 'none'}")
-    rounds, variants, stop, rounds_s = _run_rounds(workers, calls, pairs, settings, clock)
-    say(f"{len(rounds)} rounds in {rounds_s:.1f} s; stopped: {stop}")
-    return PairResult(settings, sides["base"], sides["head"], shape, dtype, variants, rounds, stop, rounds_s, warm_s,
-                      notes)
+    with _Session(spawn) as workers:
+        say("session 1: loading both sides")
+        loaded = _load_both(workers, roots, scenario, settings)
+        if any(s.error for s in loaded.values()):
+            return _unmeasured(settings, loaded, None, None, (), clock() - t0)
+        shape, dtype, notes = _shape_and_dtype(loaded, settings)
+        selected = _selected(loaded, settings.variants)
+        sides = dict(loaded)
+        for side in SIDES:  # sequentially: one side's compile does not disturb the other's calibration
+            say(f"session 1: warming up and compiling {side}")
+            wanted = [n for n in selected if n in loaded[side].declared]
+            sides[side] = _warm(workers[side], loaded[side], shape, dtype, wanted, settings)
+        if any(s.error for s in sides.values()):
+            return _unmeasured(settings, sides, shape, dtype, notes, clock() - t0)
+        pairs = _classify(sides["base"], sides["head"], selected)
+        calls = {p.name: p.calls_per_sample or 1 for p in pairs if p.kind is VariantKind.MEASURED}
+        if not calls:
+            return PairResult(settings, sides["base"], sides["head"], shape, dtype, pairs, (), "not measured", 0.0,
+                              clock() - t0, notes)
+        warm_s = clock() - t0
+        say(f"session 1: rounds of {settings.samples_per_block} samples per variant: {', '.join(calls)}")
+        rounds_s, rounds = _timed(clock, lambda: _session_rounds(workers, calls, settings, 0))
+    run = _Runner(spawn, roots, scenario, settings, clock, say, (shape, dtype), calls, list(rounds), warm_s, rounds_s)
+    variants, stop = run.until_decided(pairs, t0)
+    say(f"{run.sessions} sessions, {len(run.rounds)} rounds in {clock() - t0:.1f} s; stopped: {stop}")
+    return PairResult(settings, sides["base"], sides["head"], shape, dtype, variants, tuple(run.rounds), stop,
+                      run.rounds_s, run.warm_s, notes)
+
+
+class _Session:
+    """One session's workers, closed on the way out whatever happened."""
+
+    def __init__(self, spawn: Spawn) -> None:
+        self.workers = spawn()
+
+    def __enter__(self) -> dict[str, Worker]:
+        return self.workers
+
+    def __exit__(self, *_exc: object) -> None:
+        for w in self.workers.values():
+            w.close()
+
+
+def _timed(clock: Callable[[], float], fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = clock()
+    out = fn()
+    return clock() - t0, out
+
+
+@dataclass
+class _Runner:
+    """Sessions after the first, until every variant is decided or the budget is spent."""
+
+    spawn: Spawn
+    roots: dict[str, str]
+    scenario: str
+    settings: AbSettings
+    clock: Callable[[], float]
+    say: Callable[[str], None]
+    inputs: tuple[tuple[int, ...], str]
+    calls: dict[str, int]
+    rounds: list[RoundRecord]
+    warm_s: float
+    rounds_s: float
+
+    @property
+    def sessions(self) -> int:
+        return len({r.session for r in self.rounds})
+
+    def until_decided(self, pairs: tuple[VariantPair, ...], t0: float) -> tuple[tuple[VariantPair, ...], str]:
+        s = self.settings
+        last_session_s = self.clock() - t0
+        stop = "max sessions"
+        stats: dict[str, PairStats] = {}
+        while self.sessions < s.max_sessions:
+            if self.sessions >= s.min_sessions:
+                stats = _stats(self.rounds, self.calls, s.threshold_pct)
+                if all(v.verdict is not AbVerdict.INCONCLUSIVE for v in stats.values()):
+                    stop = "decided"
+                    break
+                if self.clock() - t0 + last_session_s > s.max_seconds:
+                    stop = "time budget"
+                    break
+            started = self.clock()
+            self._one_session(self.sessions)
+            last_session_s = self.clock() - started
+        if not stats or next(iter(stats.values())).rounds != len(self.rounds):
+            stats = _stats(self.rounds, self.calls, s.threshold_pct)
+        return (tuple(VariantPair(p.name, p.kind, stats.get(p.name), p.base_error, p.head_error, p.calls_per_sample)
+                      for p in pairs), stop)
+
+    def _one_session(self, session: int) -> None:
+        """Fresh workers: load, warm the measured variants (the first session's calibration kept), rounds."""
+        shape, dtype = self.inputs
+        t0 = self.clock()
+        with _Session(self.spawn) as workers:
+            self.say(f"session {session + 1}: loading and warming both sides")
+            loaded = _load_both(workers, self.roots, self.scenario, self.settings)
+            for side in SIDES:
+                report = loaded[side]
+                if report.error is None:
+                    report = _warm(workers[side], report, shape, dtype, list(self.calls), self.settings)
+                bad = report.error or next((f"{name}: {w.get('error') or w.get('status')}"
+                                            for name, w in report.variants.items() if w.get("status") != "ok"), None)
+                if bad:
+                    raise SideFailed(f"the {side} side failed in session {session + 1} "
+                                     f"({report.error_stage or 'warm'}), after working in session 1: {bad}")
+            self.warm_s += self.clock() - t0
+            seconds, rounds = _timed(self.clock, lambda: _session_rounds(workers, self.calls, self.settings, session))
+        self.rounds_s += seconds
+        self.rounds.extend(rounds)
 
 
 def _request(worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
@@ -337,53 +456,37 @@ def _error(reply: dict[str, Any] | None) -> str | None:
     return str(reply.get("error") or reply.get("status"))
 
 
-def _run_rounds(workers: dict[str, Worker], calls: dict[str, int], pairs: tuple[VariantPair, ...],
-                settings: AbSettings, clock: Callable[[], float]
-                ) -> tuple[tuple[RoundRecord, ...], tuple[VariantPair, ...], str, float]:
-    if not calls:
-        return ((), pairs, "not measured", 0.0)
+def _session_rounds(workers: dict[str, Worker], calls: dict[str, int], settings: AbSettings,
+                    session: int) -> tuple[RoundRecord, ...]:
+    """One priming round (after the other side's warm-up, caches and clocks settle: not recorded), then the
+    session's rounds in ABBA order."""
     block = {"cmd": "block", "samples": settings.samples_per_block, "discard": settings.discard_per_block,
              "calls": calls}
-    for _ in range(PRIMING_ROUNDS):  # after the other side's warm-up, caches and clocks settle: not recorded
-        _one_round(workers, block, 0)
-    t0 = clock()
-    rounds: list[RoundRecord] = []
-    stats: dict[str, PairStats] = {}
-    stop = "max rounds"
-    while len(rounds) < settings.max_rounds:
-        started = clock()
-        rounds.append(_one_round(workers, block, len(rounds)))
-        n = len(rounds)
-        if n >= settings.min_rounds and (n - settings.min_rounds) % settings.check_every == 0:
-            stats = _stats(rounds, calls, settings.threshold_pct)
-            if all(s.verdict is not AbVerdict.INCONCLUSIVE for s in stats.values()):
-                stop = "decided"
-                break
-            if clock() - t0 + settings.check_every * (clock() - started) > settings.max_seconds:
-                stop = "time budget"
-                break
-    if not stats or len(next(iter(stats.values())).round_ratios) != len(rounds):
-        stats = _stats(rounds, calls, settings.threshold_pct)
-    variants = tuple(VariantPair(p.name, p.kind, stats.get(p.name), p.base_error, p.head_error, p.calls_per_sample)
-                     for p in pairs)
-    return (tuple(rounds), variants, stop, clock() - t0)
+    for _ in range(PRIMING_ROUNDS):
+        _one_round(workers, block, session, 0)
+    return tuple(_one_round(workers, block, session, i) for i in range(settings.rounds_per_session))
 
 
-def _one_round(workers: dict[str, Worker], block: dict[str, Any], index: int) -> RoundRecord:
+def _one_round(workers: dict[str, Worker], block: dict[str, Any], session: int, index: int) -> RoundRecord:
     samples: dict[str, dict[str, tuple[float, ...]]] = {}
     order = round_order(index)
     for side in order:
         try:
             reply = _request(workers[side], block)
         except WorkerFailed as exc:
-            raise SideFailed(f"the {side} worker failed in round {index + 1}: {exc.message}") from None
+            raise SideFailed(f"the {side} worker failed in session {session + 1}, round {index + 1}: "
+                             f"{exc.message}") from None
         samples[side] = {name: tuple(float(x) for x in values) for name, values in reply["samples_us"].items()}
-    return RoundRecord(index, order[0], samples)
+    return RoundRecord(index, order[0], samples, session)
 
 
 def _stats(rounds: Sequence[RoundRecord], calls: dict[str, int], threshold_pct: float) -> dict[str, PairStats]:
-    return {name: pair_stats([r.samples_us["base"][name] for r in rounds],
-                             [r.samples_us["head"][name] for r in rounds], threshold_pct)
+    by_session: dict[int, list[RoundRecord]] = {}
+    for r in rounds:
+        by_session.setdefault(r.session, []).append(r)
+    return {name: pair_stats([SessionRounds(tuple(r.samples_us["base"][name] for r in rs),
+                                            tuple(r.samples_us["head"][name] for r in rs))
+                              for _, rs in sorted(by_session.items())], threshold_pct)
             for name in calls}
 
 

@@ -1,4 +1,4 @@
-"""Paired statistics over interleaved A/B rounds: pure functions, no I/O, no torch.
+"""Paired statistics over interleaved A/B rounds in sessions: pure functions, no I/O, no torch.
 
 A *round* holds one block of timing samples per side (base, head), taken back to back in
 ABBA order. Per round and side the block's median is taken; the round's ratio is
@@ -6,14 +6,19 @@ ABBA order. Per round and side the block's median is taken; the round's ratio is
 moves both sides of a round together, so it cancels in the ratio; the ABBA order cancels a
 linear trend inside a pair of rounds too.
 
+A *session* is one pair of worker processes. Two processes running the same code differ by an
+amount fixed for their lifetime (memory placement, core, allocator state; measured on a 2-core VM:
+up to ±20 % at a cache-resident shape), identical in every round of the session, so rounds of
+one session cannot measure it. The session is therefore the unit: a session's ratio is the median
+of its rounds' ratios, and the interval is over sessions.
+
 Interval method: the distribution-free (sign-test) 95 % interval for the median of the
-per-round ratios: order the n ratios and take the k-th smallest and the k-th largest, k the
+per-session ratios: order the n ratios and take the k-th smallest and the k-th largest, k the
 largest order with 2 * P(Binomial(n, 1/2) < k) <= 5 % (its exact coverage, >= 95 %, is
-stated). Why this and not a t-interval or a bootstrap over rounds: on a shared machine a
-preempted round gives a ratio of 0.2 or 6 (measured here, under load from other processes);
-such a round inflates a standard deviation without bound, but moves an order statistic by at
-most one place. It assumes only that the rounds are independent; it needs at least 6 rounds.
-A bootstrap over 8-30 rounds is also known to be too narrow (the false-alarm direction).
+stated). Why this and not a t-interval or a bootstrap: on a shared machine a preempted round
+gives a ratio of 0.2 or 6 (measured here, under load from other processes); such a value inflates
+a standard deviation without bound, but moves an order statistic by at most one place. It assumes
+only that the sessions are independent; it needs at least 6 sessions.
 
 Verdict against a threshold t (percent): *regression* when the whole interval of the ratio
 lies at or above 1 + t/100, *improvement* when it lies at or below 1 - t/100, *no change* when
@@ -28,11 +33,12 @@ from dataclasses import dataclass
 from enum import Enum
 
 CONFIDENCE = 0.95
-MIN_ROUNDS_FOR_INTERVAL = 6
-"""The fewest rounds with a 95 % sign-test interval (with 5, even the extreme order statistics cover only 93.8 %)."""
-METHOD = ("median of each side's block per round (after one untimed sample), ratio head/base per round, "
-          "distribution-free 95 % interval for the median ratio over rounds (sign test: binomial order statistics), "
-          "rounds in ABBA order")
+MIN_SESSIONS_FOR_INTERVAL = 6
+"""The fewest values with a 95 % sign-test interval (with 5, even the extreme order statistics cover only 93.8 %)."""
+METHOD = ("median of each side's block per round (after one untimed sample), ratio head/base per round, rounds in "
+          "ABBA order; each session (a fresh pair of worker processes) gives the median of its rounds' ratios; "
+          "distribution-free 95 % interval for the median of the sessions' ratios (sign test: binomial order "
+          "statistics)")
 
 
 class AbVerdict(str, Enum):
@@ -45,20 +51,31 @@ class AbVerdict(str, Enum):
 
 
 @dataclass(frozen=True)
-class PairStats:
-    """One variant's paired result over ``rounds`` rounds.
+class SessionRounds:
+    """One session's blocks of samples (µs) of one variant: ``base[i]`` and ``head[i]`` are round i's."""
 
-    ``ratio`` is the median of the per-round ratios head/base; ``ci_low``/``ci_high`` its sign-test
-    interval, whose exact coverage (>= 95 %) is ``coverage``. ``base_noise_pct``/``head_noise_pct``
-    are the pair's own noise: the robust spread (1.4826 x MAD of the logs, in percent, about a
-    coefficient of variation) of one side's round medians. ``ratio_noise_pct``: the same for the
-    per-round ratios.
+    base: tuple[tuple[float, ...], ...]
+    head: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """One variant's paired result over ``rounds`` rounds in ``sessions`` sessions.
+
+    ``ratio`` is the median of the per-session ratios head/base (``session_ratios``, each the median of
+    that session's per-round ratios); ``ci_low``/``ci_high`` its sign-test interval, whose exact coverage
+    (>= 95 %) is ``coverage``. ``base_noise_pct``/``head_noise_pct`` are the pair's own noise: the robust
+    spread (1.4826 x MAD of the logs, in percent, about a coefficient of variation) of one side's round
+    medians. ``ratio_noise_pct``: the same for the per-round ratios; ``process_noise_pct``: for the
+    per-session ratios (the difference between pairs of processes).
     """
 
     rounds: int
+    sessions: int
     base_round_medians_us: tuple[float, ...]
     head_round_medians_us: tuple[float, ...]
     round_ratios: tuple[float, ...]
+    session_ratios: tuple[float, ...]
     ratio: float
     ci_low: float
     ci_high: float
@@ -66,6 +83,7 @@ class PairStats:
     base_noise_pct: float
     head_noise_pct: float
     ratio_noise_pct: float
+    process_noise_pct: float
     threshold_pct: float
     verdict: AbVerdict
 
@@ -124,8 +142,8 @@ def median_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> 
     """(median, low, high, coverage) of the ratios: the sign-test interval for their median."""
     n = len(ratios)
     k, coverage = sign_test_rank(n, confidence)
-    if n < MIN_ROUNDS_FOR_INTERVAL or k == 0:
-        raise ValueError(f"an interval needs at least {MIN_ROUNDS_FOR_INTERVAL} rounds, got {n}")
+    if n < MIN_SESSIONS_FOR_INTERVAL or k == 0:
+        raise ValueError(f"an interval needs at least {MIN_SESSIONS_FOR_INTERVAL} values, got {n}")
     ordered = sorted(ratios)
     return (median(ordered), ordered[k - 1], ordered[n - k], coverage)
 
@@ -142,24 +160,33 @@ def verdict_for(ci_low: float, ci_high: float, threshold_pct: float) -> AbVerdic
     return AbVerdict.INCONCLUSIVE
 
 
-def pair_stats(base_rounds: Sequence[Sequence[float]], head_rounds: Sequence[Sequence[float]],
-               threshold_pct: float) -> PairStats:
-    """Paired statistics of one variant; ``base_rounds[i]`` and ``head_rounds[i]`` are round i's blocks (µs)."""
-    if len(base_rounds) != len(head_rounds):
-        raise ValueError(f"rounds differ: base {len(base_rounds)}, head {len(head_rounds)}")
-    if threshold_pct <= 0:
-        raise ValueError("threshold_pct must be positive")
-    base_med = round_medians(base_rounds)
-    head_med = round_medians(head_rounds)
+def round_ratios(session: SessionRounds) -> tuple[float, ...]:
+    """Per round: median(head block) / median(base block)."""
+    if len(session.base) != len(session.head) or not session.base:
+        raise ValueError(f"rounds differ or none: base {len(session.base)}, head {len(session.head)}")
+    base_med, head_med = round_medians(session.base), round_medians(session.head)
     if any(m <= 0 for m in (*base_med, *head_med)):
         raise ValueError("round medians must be positive times")
-    ratios = tuple(h / b for h, b in zip(head_med, base_med, strict=True))
-    ratio, low, high, coverage = median_interval(ratios)
+    return tuple(h / b for h, b in zip(head_med, base_med, strict=True))
+
+
+def pair_stats(sessions: Sequence[SessionRounds], threshold_pct: float) -> PairStats:
+    """Paired statistics of one variant over its sessions (see the module docstring)."""
+    if threshold_pct <= 0:
+        raise ValueError("threshold_pct must be positive")
+    per_session = [round_ratios(s) for s in sessions]
+    session_ratios = tuple(median(r) for r in per_session)
+    ratio, low, high, coverage = median_interval(session_ratios)
+    base_med = tuple(m for s in sessions for m in round_medians(s.base))
+    head_med = tuple(m for s in sessions for m in round_medians(s.head))
+    ratios = tuple(r for rs in per_session for r in rs)
     return PairStats(
         rounds=len(ratios),
+        sessions=len(sessions),
         base_round_medians_us=base_med,
         head_round_medians_us=head_med,
         round_ratios=ratios,
+        session_ratios=session_ratios,
         ratio=ratio,
         ci_low=low,
         ci_high=high,
@@ -167,6 +194,7 @@ def pair_stats(base_rounds: Sequence[Sequence[float]], head_rounds: Sequence[Seq
         base_noise_pct=robust_spread_pct(base_med),
         head_noise_pct=robust_spread_pct(head_med),
         ratio_noise_pct=robust_spread_pct(ratios),
+        process_noise_pct=robust_spread_pct(session_ratios),
         threshold_pct=threshold_pct,
         verdict=verdict_for(low, high, threshold_pct),
     )

@@ -502,7 +502,7 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
                    help="smallest change in percent that counts (default: the config's, else 5)")
     p.add_argument("--sessions", type=int, default=6,
                    help="sessions (fresh pairs of worker processes) before the first verdict (>= 6; default 6)")
-    p.add_argument("--rounds", type=int, default=4, help="rounds per session (even, >= 2; default 4)")
+    p.add_argument("--rounds", type=int, default=2, help="rounds per session (even, >= 2; default 2)")
     p.add_argument("--max-seconds", type=float, default=150.0,
                    help="time budget for the whole measurement: loading, compiling and rounds of every session "
                    "(default 150)")

@@ -143,14 +143,16 @@ def block_sides(log: list[tuple[str, str, dict[str, Any]]]) -> str:
 def test_sessions_of_fresh_workers_each_prime_then_alternate_abba() -> None:
     p = pair({"naive": 100.0}, {"naive": 100.0})
     result = p.result
-    assert result.stop_reason == "decided" and result.sessions == 6 and len(result.rounds) == 24
+    assert result.stop_reason == "decided" and result.sessions == 6 and len(result.rounds) == 12
     assert len(p.workers) == 6 and all(w.closed for session in p.workers for w in session.values())
-    assert block_sides(p.log) == ("BH" + "BHHB" * 2) * 6  # per session: one priming round, then 4 rounds ABBA
+    assert block_sides(p.log) == ("BH" + "BHHB") * 6  # per session: one priming round, then 2 rounds ABBA
     assert [(r.session, r.index, r.first_side) for r in result.rounds[:5]] == [
-        (0, 0, "base"), (0, 1, "head"), (0, 2, "base"), (0, 3, "head"), (1, 0, "base")]
+        (0, 0, "base"), (0, 1, "head"), (1, 0, "base"), (1, 1, "head"), (2, 0, "base")]
+    assert [cmd for _, cmd, _ in p.log if cmd in ("load", "quit")] == ["load", "load", "quit", "quit"] * 6
     loads = [side for side, cmd, _ in p.log if cmd == "load"]
-    warms = [side for side, cmd, _ in p.log if cmd == "warm"]
-    assert loads == ["base", "head"] * 6 and warms == ["base", "head"] * 6
+    warms = [(side, msg["brief"]) for side, cmd, msg in p.log if cmd == "warm"]
+    assert loads == ["base", "head"] * 6
+    assert warms == [("base", False), ("head", False)] + [("base", True), ("head", True)] * 5  # calibrated once
     # both sides time the same calls per sample in every session: the larger of session 1's calibrations
     assert all(msg["calls"] == {"naive": 2} for _, cmd, msg in p.log if cmd == "block")
 
@@ -169,10 +171,10 @@ def test_a_process_offset_is_never_read_as_a_change() -> None:
     """The same code in one worker process runs 10 % slower or faster than in another, for the process's life. Inside
     one session every round agrees (a one-session pair would call it a regression); across sessions it is noise."""
     offsets = (1.10, 0.90, 1.10, 0.90, 1.10, 0.90)
-    p = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=60.0), process=lambda s: offsets[s % 6])
+    p = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=36.0), process=lambda s: offsets[s % 6])
     stats = p.result.variants[0].stats
     assert stats is not None and stats.session_ratios == pytest.approx(offsets)
-    assert all(r == pytest.approx(1.10) for r in stats.round_ratios[:4])  # session 1 alone looked like +10 %
+    assert all(r == pytest.approx(1.10) for r in stats.round_ratios[:2])  # session 1 alone looked like +10 %
     assert (stats.ci_low, stats.ci_high) == pytest.approx((0.90, 1.10)) and stats.process_noise_pct > 9
     assert p.result.verdict is AbVerdict.INCONCLUSIVE and p.result.exit_code is ExitCode.INCONCLUSIVE
     small = pair({"naive": 100.0}, {"naive": 100.0}, process=lambda s: (1.02, 0.99, 1.01, 0.98, 1.03, 1.0)[s])
@@ -194,8 +196,8 @@ def test_inconclusive_runs_more_sessions_until_the_budget_then_exits_7() -> None
     result = pair({"naive": 100.0}, {"naive": 100.0}, settings, process=lambda s: 1.12 if s % 2 else 1.0).result
     assert result.variants[0].verdict is AbVerdict.INCONCLUSIVE
     assert result.stop_reason == "time budget" and result.exit_code is ExitCode.INCONCLUSIVE
-    session_s = 10.0  # five rounds (one priming) of two fake blocks of 1 s
-    assert result.sessions == 10 > settings.min_sessions  # 6 sessions (60 s), then more while one more fits
+    session_s = 6.0  # three rounds (one priming) of two fake blocks of 1 s
+    assert result.sessions == 16 > settings.min_sessions  # 6 sessions (36 s), then more while one more fits
     total_s = result.rounds_s + result.warm_s
     assert total_s <= settings.max_seconds < total_s + session_s
 
@@ -229,7 +231,7 @@ def test_a_side_that_fails_to_load_is_named_and_exits_3() -> None:
     assert len(p.workers) == 1 and all(w.closed for w in p.workers[0].values())
     assert [s.side for s in result.failed_sides] == ["head"] and result.head.error_stage == "load"
     assert result.rounds == () and result.exit_code is ExitCode.BAD_INPUT
-    assert [cmd for _, cmd, _ in log] == ["load", "load"]
+    assert [cmd for _, cmd, _ in log] == ["load", "load", "quit", "quit"]
     text = render_ab_markdown(result, COMMITS, None)
     assert "### :warning: reportgen A/B: a side failed" in text
     assert f"> The **head** side failed (import): {md_escape('ImportError: ' + HOSTILE)}" in text
@@ -250,8 +252,8 @@ def test_a_variant_that_fails_to_compile_in_head_is_a_named_regression() -> None
 
 
 def test_a_worker_dying_mid_rounds_is_named() -> None:
-    with pytest.raises(SideFailed, match="the head worker failed in session 1, round 3: Segmentation fault"):
-        pair({"naive": 100.0}, {"naive": 100.0}, die_at_block=3)  # blocks 0 priming, 1-2 rounds 1-2
+    with pytest.raises(SideFailed, match="the head worker failed in session 1, round 2: Segmentation fault"):
+        pair({"naive": 100.0}, {"naive": 100.0}, die_at_block=2)  # blocks 0 priming, 1-2 rounds 1-2
 
 
 def test_a_variant_breaking_in_a_later_session_stops_the_pair_naming_it() -> None:
@@ -313,7 +315,7 @@ def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     result = pair({HOSTILE: 100.0}, {HOSTILE: 125.0}, drift=linear_drift).result
     text = render_ab_markdown(result, COMMITS, {"base": "run-a", "head": "run-b"})
     assert text.startswith("<!-- reportgen-ab -->\n### :x: reportgen A/B: regression: ")
-    assert ("**6 sessions** (fresh pairs of worker processes) of 4 rounds, **24 rounds** in all, in ABBA order, "
+    assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
             "8 samples per variant per side per round") in text
     assert "between pairs of processes (spread of the sessions' ratios): at most 0.0 %" in text
     assert md_escape(METHOD) in text and "stopped: decided" in text
@@ -327,7 +329,7 @@ def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     assert "run\\-a" in text
     doc = json.loads(ab_json(result, COMMITS, None))
     assert doc["schema_version"] == 1 and doc["verdict"] == "regression" and doc["exit_code"] == 1
-    assert len(doc["rounds"]) == 24 and doc["variants"][0]["stats"]["rounds"] == 24 and doc["sessions"] == 6
+    assert len(doc["rounds"]) == 12 and doc["variants"][0]["stats"]["rounds"] == 12 and doc["sessions"] == 6
     assert doc["variants"][0]["stats"]["sessions"] == 6 and doc["rounds"][-1]["session"] == 5
 
 

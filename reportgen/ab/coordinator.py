@@ -71,7 +71,7 @@ class AbSettings:
 
     threshold_pct: float = 5.0
     min_sessions: int = 6
-    rounds_per_session: int = 4
+    rounds_per_session: int = 2
     max_sessions: int = 60
     max_seconds: float = 150.0  # budget for the whole measurement: every session's loading, compiling and rounds
     samples_per_block: int = 8
@@ -259,6 +259,11 @@ class _Session:
         return self.workers
 
     def __exit__(self, *_exc: object) -> None:
+        for w in self.workers.values():  # both told first: the processes exit (tear torch down) side by side
+            try:
+                w.send({"cmd": "quit"})
+            except WorkerFailed:
+                pass
         for w in self.workers.values():
             w.close()
 
@@ -321,7 +326,7 @@ class _Runner:
             for side in SIDES:
                 report = loaded[side]
                 if report.error is None:
-                    report = _warm(workers[side], report, shape, dtype, list(self.calls), self.settings)
+                    report = _warm(workers[side], report, shape, dtype, list(self.calls), self.settings, brief=True)
                 bad = report.error or next((f"{name}: {w.get('error') or w.get('status')}"
                                             for name, w in report.variants.items() if w.get("status") != "ok"), None)
                 if bad:
@@ -414,13 +419,15 @@ def _selected(loaded: dict[str, SideReport], wanted: tuple[str, ...] | None) -> 
 
 
 def _warm(worker: Worker, report: SideReport, shape: tuple[int, ...], dtype: str, wanted: list[str],
-          settings: AbSettings) -> SideReport:
+          settings: AbSettings, brief: bool = False) -> SideReport:
+    """Make the inputs, compile, check and warm ``wanted``; ``brief`` (later sessions): the fixed warm-up calls only,
+    no calibration (the first session's calls per sample are kept; the priming round follows anyway)."""
     if dtype not in report.dtypes:
         return _replace(report, error_stage="warm", error=f"scenario {report.scenario_name!r} declares no tolerance "
                         f"for dtype {dtype}; it has {', '.join(report.dtypes) or 'none'}")
     try:
         reply = _request(worker, {"cmd": "warm", "shape": list(shape), "dtype": dtype, "seed": settings.seed,
-                                  "variants": wanted, "warmup": settings.warmup})
+                                  "variants": wanted, "warmup": settings.warmup, "brief": brief})
     except WorkerFailed as exc:
         return _replace(report, error=exc.message, error_stage=exc.stage)
     return _replace(report, variants=dict(reply["variants"]))

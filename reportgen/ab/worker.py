@@ -11,7 +11,9 @@ Protocol (one JSON object per line; the worker answers every command with one li
   ``{"event": "loaded", "scenario": {...}, "device": ..., "environment": {...}}``
 - ``{"cmd": "warm", "shape": [..], "dtype": "float32", "seed": 0, "variants": [..], "warmup": 3}`` ->
   ``{"event": "warm", "variants": {name: {"status", "error", "first_call_us", "calls_per_sample", ...}}}``:
-  inputs made, every variant compiled, checked against the reference, warmed up and calibrated.
+  inputs made, every variant compiled, checked against the reference, warmed up and calibrated. With
+  ``"brief": true`` (a later session: the coordinator already knows the calls per sample) the warm-up is
+  the ``warmup`` calls alone and there is no calibration (``calls_per_sample`` null).
 - ``{"cmd": "block", "samples": N, "discard": D, "calls": {name: calls_per_sample}}`` ->
   ``{"event": "block", "samples_us": {name: [N per-call times in µs]}}``, after D untimed samples per variant
 - ``{"cmd": "quit"}``: exits.
@@ -157,8 +159,12 @@ def _warm_variant(state: _State, variant: Variant, reference: Any, sc: Scenario,
         if variant.compile:
             _release_compile_workers()
         with torch.no_grad():
-            _warm_up(backend, fn, call_args, int(msg.get("warmup", 3)))
-            calls = _calibrate(backend, fn, call_args, MIN_SAMPLE_US)
+            if msg.get("brief"):
+                _warm_up(backend, fn, call_args, int(msg.get("warmup", 3)), budget_s=0.0)
+                calls = None
+            else:
+                _warm_up(backend, fn, call_args, int(msg.get("warmup", 3)))
+                calls = _calibrate(backend, fn, call_args, MIN_SAMPLE_US)
     except Exception as exc:  # the user's variant: its failure is reported, the others go on
         return {"status": "failed", "error": _one_line(exc)}
     state.fns[variant.name] = fn

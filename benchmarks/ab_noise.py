@@ -17,14 +17,20 @@ Methods, per verdict:
 
 - ``blockwise``: ``reportgen profile`` of base, then of head (each one block of samples), then
   ``reportgen compare --fail-on-regression`` (the old PR gate);
-- ``interleaved``: ``reportgen ab`` (both sides in worker processes, rounds in ABBA order).
+- ``interleaved``: ``reportgen ab`` (both sides in worker processes, rounds in ABBA order, in sessions of
+  fresh processes; each verdict records every session's change and the spread between sessions).
 
 Every verdict's wall time is recorded (profile + profile + compare, or the whole ``ab``
 command). Background load: one extra Python process spinning on one core for the duration of
 the ``busy`` group. The machine's state (load average, a fixed Python loop's time) is recorded
 before and after each group.
 
-    .venv/bin/python benchmarks/ab_noise.py --aa 30 --per-slowdown 10 --out benchmarks/results/ab_noise.json
+    # what results/ab_noise_sessions_idle.json holds (about 100 minutes here):
+    .venv/bin/python benchmarks/ab_noise.py --aa 20 --per-slowdown 10 --loads idle --blockwise-cases aa \\
+        --out benchmarks/results/ab_noise_sessions_idle.json
+    # the same with one background process spinning:
+    .venv/bin/python benchmarks/ab_noise.py --aa 20 --per-slowdown 10 --loads busy --blockwise-cases aa \\
+        --out benchmarks/results/ab_noise_sessions_busy.json
     # a quick check that it runs (not a result):
     .venv/bin/python benchmarks/ab_noise.py --aa 2 --per-slowdown 1 --slowdowns 10 --shape 4,256 \\
         --max-seconds 10 --out /tmp/ab_noise_smoke.json

@@ -15,7 +15,15 @@ from reportgen.bundle import load_run, parse_run_json, run_to_json
 from reportgen.ceilings import DRAM, ceiling_for, curve_bandwidth, memory_level
 from reportgen.errors import ScenarioError
 from reportgen.formatting import fmt_of_ceiling
-from reportgen.model import BandwidthPoint, CacheLevel, DevicePeak, SweepPoint, SweepSample, VariantStatus
+from reportgen.model import (
+    SCHEMA_VERSION,
+    BandwidthPoint,
+    CacheLevel,
+    DevicePeak,
+    SweepPoint,
+    SweepSample,
+    VariantStatus,
+)
 from reportgen.scenario import MAX_SWEEP_POINTS, load_scenario, parse_sweep
 from reportgen.sweep import memory_roofs, sweep_view
 
@@ -208,7 +216,7 @@ def test_real_sweep_is_stored_with_every_point_and_the_ceilings(real_sweep: tupl
         assert p.bytes_per_call == (2 * p.shape[0] * p.shape[1] + p.shape[1]) * 4
     assert len(run.peak.bandwidth_curve) >= 4 and all(b.bandwidth_bytes_per_s > 0 for b in run.peak.bandwidth_curve)
     assert run.peak.flops_per_s and run.peak.flops_source.startswith("measured")
-    assert json.loads((bundle / "run.json").read_text())["schema_version"] == 3
+    assert json.loads((bundle / "run.json").read_text())["schema_version"] == SCHEMA_VERSION
 
 
 def test_real_sweep_page_and_report_hold_the_table_and_both_charts(real_sweep: tuple[Path, Path]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 from reportgen.bundle import write_bundle
 from reportgen.model import (
@@ -113,3 +114,21 @@ def write_synthetic(store: Path, run: Run) -> Path:
         if v.trace_path:
             files[v.trace_path] = gzip.compress(json.dumps(chrome_trace()).encode(), mtime=0)
     return write_bundle(store, run, files)
+
+
+def fail_in_round(monkeypatch: Any, fn: Any, round_no: int) -> dict[str, int]:
+    """Make ``measure._samples`` raise "out of memory (simulated)" on ``fn``'s ``round_no``-th block (deterministic,
+    no timing); the other blocks run for real. Returns the counter of ``fn``'s blocks."""
+    from reportgen import measure
+
+    real_samples, blocks = measure._samples, {"blocks": 0}
+
+    def samples(backend, f, args, n, calls):  # type: ignore[no-untyped-def]
+        if f is fn:
+            blocks["blocks"] += 1
+            if blocks["blocks"] == round_no:
+                raise RuntimeError("out of memory (simulated)")
+        return real_samples(backend, f, args, n, calls)
+
+    monkeypatch.setattr(measure, "_samples", samples)
+    return blocks

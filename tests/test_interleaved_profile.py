@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from factories import fail_in_round
 
 from reportgen import measure
 from reportgen.devices.cpu import CpuBackend
@@ -69,16 +70,7 @@ def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: 
     def flaky(x: torch.Tensor) -> torch.Tensor:
         return x * 2
 
-    real_samples, blocks = measure._samples, {"flaky": 0}
-
-    def samples(backend, fn, args, n, calls):  # type: ignore[no-untyped-def]
-        if fn is flaky:
-            blocks["flaky"] += 1
-            if blocks["flaky"] == 3:  # its third round: out of memory (simulated), deterministically
-                raise RuntimeError("out of memory (simulated)")
-        return real_samples(backend, fn, args, n, calls)
-
-    monkeypatch.setattr(measure, "_samples", samples)
+    blocks = fail_in_round(monkeypatch, flaky, 3)  # its third round: out of memory (simulated)
     variants = [(Variant("good", "g", _double), tmp_path / "g"), (Variant("flaky", "f", flaky), tmp_path / "f")]
     settings = MeasureSettingsIn(samples=20, warmup=1, calls_per_sample=2, profile_wait=0, profile_warmup=0,
                                  profile_active=1)
@@ -86,7 +78,7 @@ def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: 
     good, bad = measure_variants(CpuBackend(), variants, _inputs(), settings, messages.append)
     assert good.result.status is VariantStatus.OK and len(good.result.samples_us) == 20
     assert bad.result.status is VariantStatus.FAILED and "out of memory (simulated)" in (bad.result.error or "")
-    assert blocks["flaky"] == 3 and not bad.result.ops  # out of the later rounds, and never profiled
+    assert blocks["blocks"] == 3 and not bad.result.ops  # out of the later rounds, and never profiled
     assert any(m.startswith("flaky: FAILED: RuntimeError: out of memory") for m in messages)
     assert any(m.startswith("timing 20 samples per variant in 10 interleaved round(s)") for m in messages)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from factories import synthetic_run
+from factories import fail_in_round, synthetic_run
 
 from reportgen.bundle import load_run, parse_run_json, run_to_json
 from reportgen.ceilings import DRAM, ceiling_for, curve_bandwidth, memory_level
@@ -514,7 +514,6 @@ def test_a_real_parameter_sweep_is_stored_shown_and_keyed_by_its_values(tmp_path
 
 def test_a_variant_failing_in_a_sweep_round_is_failed_at_that_shape_and_the_others_finish(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from reportgen import measure
     from reportgen.devices.cpu import CpuBackend
     from reportgen.measure_sweep import SweepPlan, measure_point
     from reportgen.scenario import Variant
@@ -525,16 +524,7 @@ def test_a_variant_failing_in_a_sweep_round_is_failed_at_that_shape_and_the_othe
     def flaky(x, w):  # type: ignore[no-untyped-def]
         return naive.fn(x, w)
 
-    real_samples, blocks = measure._samples, {"flaky": 0}
-
-    def samples(backend, fn, args, n, calls):  # type: ignore[no-untyped-def]
-        if fn is flaky:
-            blocks["flaky"] += 1
-            if blocks["flaky"] == 2:  # its second round: out of memory (simulated), deterministically
-                raise RuntimeError("out of memory (simulated)")
-        return real_samples(backend, fn, args, n, calls)
-
-    monkeypatch.setattr(measure, "_samples", samples)
+    blocks = fail_in_round(monkeypatch, flaky, 2)  # its second round: out of memory (simulated)
     plan = SweepPlan(sc, ((naive, naive.fn), (Variant("flaky", "fails in a round", flaky), flaky)), "float32", 0, {},
                      warmup=1, rounds=4, samples_per_round=3)
     messages: list[str] = []
@@ -542,5 +532,5 @@ def test_a_variant_failing_in_a_sweep_round_is_failed_at_that_shape_and_the_othe
     good, bad = point.samples
     assert (good.variant, good.status, len(good.samples_us)) == ("naive", VariantStatus.OK, 12)
     assert bad.variant == "flaky" and bad.status is VariantStatus.FAILED and bad.samples_us == ()
-    assert "out of memory (simulated)" in (bad.error or "") and blocks["flaky"] == 2  # left out of rounds 3 and 4
+    assert "out of memory (simulated)" in (bad.error or "") and blocks["blocks"] == 2  # left out of rounds 3 and 4
     assert any(m.startswith("shape 2,64: flaky: FAILED: RuntimeError: out of memory") for m in messages)

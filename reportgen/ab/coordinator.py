@@ -181,7 +181,7 @@ class PairResult:
     @property
     def sessions(self) -> int:
         """How many sessions (pairs of worker processes) measured rounds."""
-        return len({r.session for r in self.rounds})
+        return session_count(self.rounds)
 
     @property
     def failed_sides(self) -> tuple[SideReport, ...]:
@@ -202,6 +202,11 @@ class PairResult:
         if verdict is AbVerdict.INCONCLUSIVE:
             return ExitCode.INCONCLUSIVE
         return ExitCode.OK
+
+
+def session_count(rounds: Sequence[RoundRecord]) -> int:
+    """How many sessions the rounds came from."""
+    return len({r.session for r in rounds})
 
 
 def round_order(index: int) -> tuple[str, str]:
@@ -292,7 +297,7 @@ class _Runner:
 
     @property
     def sessions(self) -> int:
-        return len({r.session for r in self.rounds})
+        return session_count(self.rounds)
 
     def until_decided(self, pairs: tuple[VariantPair, ...], t0: float) -> tuple[tuple[VariantPair, ...], str]:
         s = self.settings

@@ -15,7 +15,7 @@ interval is widened by that drift (``reportgen.ab.drift``: the spread of consecu
 runs' medians of the same machine, scenario and parameters in the store). With too little
 history the drift is unknown: a change the within-run interval calls significant is then
 *inconclusive*, never a regression. The two runs of one A/B pair keep their paired statistics
-(the sign-test interval over their interleaved rounds), unwidened.
+(the signed-rank interval over their interleaved sessions), unwidened.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from reportgen.ab.drift import (
     not_interleaved_note,
     widen_by_sd,
 )
-from reportgen.ab.pairstats import MIN_SESSIONS_FOR_INTERVAL, median_interval
+from reportgen.ab.pairstats import MIN_SESSIONS_FOR_INTERVAL, session_interval
 from reportgen.ab.pairstats import median as median_of
 from reportgen.bundle import load_run, load_store_tolerant, resolve_run_dir
 from reportgen.codec import to_jsonable
@@ -508,7 +508,7 @@ def _widened(sides: Sides, variant: str, ratio: float, low: float, high: float) 
 
 
 def _paired_interval(sides: Sides, variant: str) -> tuple[float, float, float, int] | None:
-    """(median ratio, low, high, sessions): the sign-test interval over the A/B pair's sessions (as ``reportgen ab``
+    """(ratio, low, high, sessions): the signed-rank interval over the A/B pair's sessions (as ``reportgen ab``
     computes it: per round a ratio of block medians, per session the median of its rounds' ratios); None when the
     rounds do not hold enough sessions with blocks of ``variant`` on both sides (a pair stored before sessions
     existed has one)."""
@@ -522,7 +522,7 @@ def _paired_interval(sides: Sides, variant: str) -> tuple[float, float, float, i
     ratios = [median_of(r) for r in by_session.values()]
     if len(ratios) < MIN_SESSIONS_FOR_INTERVAL:
         return None
-    ratio, low, high, _coverage = median_interval(ratios)
+    ratio, low, high, _coverage = session_interval(ratios)
     return ratio, low, high, len(ratios)
 
 

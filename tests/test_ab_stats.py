@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import pytest
@@ -23,7 +24,9 @@ from reportgen.ab.pairstats import (
     overall_verdict,
     pair_stats,
     robust_spread_pct,
-    sign_test_rank,
+    session_interval,
+    signed_rank_counts,
+    signed_rank_rank,
     verdict_for,
 )
 
@@ -45,22 +48,58 @@ def rounds_with_ratios(ratios: list[float], base_us: float = 128.0) -> list[Sess
     return sessions_of(blocks([base_us] * len(ratios)), blocks([base_us * r for r in ratios]))
 
 
-# Ten sessions: sorted 1.06 1.07 1.08 1.09 1.10 1.11 1.12 1.15 1.20 1.30. For n = 10 the sign-test rank is 2
-# (P(B <= 1) = 11/1024 per tail), so the interval is [2nd smallest, 2nd largest] = [1.07, 1.20].
 SLOWER = [1.10, 1.20, 1.06, 1.12, 1.08, 1.30, 1.07, 1.15, 1.09, 1.11]
+"""Ten sessions of a head about 10 % slower."""
 
 
-def test_sign_test_ranks_match_the_binomial_table() -> None:
-    assert sign_test_rank(5) == (0, 1.0)  # 2 * 1/32 > 5 %: no 95 % interval with 5 values
-    assert sign_test_rank(6) == (1, 1 - 2 / 64)
-    assert sign_test_rank(10) == (2, 1 - 2 * 11 / 1024)
-    assert sign_test_rank(20)[0] == 6
-    assert sign_test_rank(30)[0] == 10
-    for n in range(6, 60):
-        k, coverage = sign_test_rank(n)
+def w_plus(values: list[float], shift: float) -> int:
+    """The signed-rank statistic of ``values - shift``, from its definition: rank |x - shift| (no ties here) and add
+    the ranks of the positive differences."""
+    diffs = sorted((v - shift for v in values), key=abs)
+    return sum(rank for rank, d in enumerate(diffs, start=1) if d > 0)
+
+
+def test_signed_rank_null_distribution_matches_enumeration() -> None:
+    for n in range(1, 11):
+        counts = [0] * (n * (n + 1) // 2 + 1)
+        for signs in itertools.product((0, 1), repeat=n):
+            counts[sum(rank for rank, s in zip(range(1, n + 1), signs, strict=True) if s)] += 1
+        assert signed_rank_counts(n) == counts
+
+
+def test_signed_rank_ranks_match_the_published_table() -> None:
+    # Two-sided 5 % critical values of W (the largest w with 2 P(W <= w) <= 5 %): n=6: 0, 7: 2, 10: 8, 20: 52, 30: 137.
+    assert signed_rank_rank(5) == (0, 1.0)  # 2 * 1/32 > 5 %: no 95 % interval with 5 values
+    assert signed_rank_rank(6) == (1, 1 - 2 / 64)
+    assert signed_rank_rank(7) == (3, 1 - 2 * 3 / 128)
+    assert signed_rank_rank(10) == (9, 1 - 2 * 25 / 1024)
+    assert signed_rank_rank(20)[0] == 53 and signed_rank_rank(30)[0] == 138
+    for n in range(6, 61):
+        k, coverage = signed_rank_rank(n)
+        counts = signed_rank_counts(n)
         assert coverage >= 0.95
-        tail_next = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-        assert 2 * tail_next > 0.05  # k is the largest rank that keeps 95 %
+        assert 2 * sum(counts[: k + 1]) / 2**n > 0.05  # k is the largest rank that keeps 95 %
+
+
+def test_six_sessions_give_the_extremes_and_the_centre_of_the_walsh_averages() -> None:
+    c = 0.01
+    ratios = [math.exp(c * i) for i in (3, 1, 6, 2, 5, 4)]  # logs c*1..c*6: Walsh averages symmetric about 3.5 c
+    assert session_interval(ratios) == pytest.approx((math.exp(3.5 * c), math.exp(c), math.exp(6 * c), 1 - 2 / 64))
+
+
+def test_interval_is_the_set_of_centres_the_signed_rank_test_does_not_reject() -> None:
+    """The interval from Walsh averages equals the inversion of the test computed from ranks: shifts just inside its
+    ends are accepted (k <= W+ <= M - k), shifts just outside are rejected."""
+    for ratios in (SLOWER, [1.01, 0.97, 1.04, 0.99, 1.02, 1.0, 0.96, 1.05, 1.03, 0.98, 1.015, 0.975, 1.1]):
+        logs = [math.log(r) for r in ratios]
+        n = len(logs)
+        k, _ = signed_rank_rank(n)
+        top = n * (n + 1) // 2
+        _, low, high, _ = session_interval(ratios)
+        eps = 1e-9
+        for shift, accepted in ((math.log(low) + eps, True), (math.log(high) - eps, True),
+                                (math.log(low) - eps, False), (math.log(high) + eps, False)):
+            assert (k <= w_plus(logs, shift) <= top - k) is accepted
 
 
 def test_exact_interval_ratio_and_regression() -> None:
@@ -68,23 +107,30 @@ def test_exact_interval_ratio_and_regression() -> None:
     assert s.rounds == 10 and s.sessions == 10 and s.session_ratios == pytest.approx(SLOWER, rel=1e-15)
     assert s.base_round_medians_us == (128.0,) * 10
     assert s.round_ratios == pytest.approx(SLOWER, rel=1e-15)
-    assert s.ratio == pytest.approx((1.10 + 1.11) / 2, rel=1e-15)
-    assert (s.ci_low, s.ci_high) == pytest.approx((1.07, 1.20), rel=1e-15)
-    assert s.coverage == 1 - 2 * 11 / 1024
+    assert (s.ratio, s.ci_low, s.ci_high, s.coverage) == pytest.approx(session_interval(SLOWER), rel=1e-15)
+    assert s.ci_low == pytest.approx(1.08, rel=1e-12)  # the 9th smallest Walsh average is the value 1.08 itself
+    assert s.coverage == 1 - 2 * 25 / 1024
     assert s.verdict is AbVerdict.REGRESSION
-    assert s.change_pct == pytest.approx(10.5) and s.ci_low_pct == pytest.approx(7.0)
+    assert s.change_pct == pytest.approx(11.0) and s.ci_low_pct == pytest.approx(8.0)
 
 
-def test_one_preempted_session_does_not_move_the_interval() -> None:
+def test_one_preempted_session_widens_only_its_own_side() -> None:
     wild = [6.0 if r == 1.30 else r for r in SLOWER]  # the largest ratio becomes a preempted session
     s = pair_stats(rounds_with_ratios(wild), threshold_pct=5.0)
-    assert (s.ci_low, s.ci_high) == pytest.approx((1.07, 1.20), rel=1e-15)
+    assert s.ci_low == pytest.approx(1.08, rel=1e-12) and s.ci_high > 2.0
     assert s.verdict is AbVerdict.REGRESSION
+
+
+def test_one_preempted_session_makes_same_code_inconclusive_not_a_regression() -> None:
+    same = [1.01, 0.97, 1.04, 0.99, 1.02, 1.0, 0.96, 1.03, 0.98, 1.015]
+    assert pair_stats(rounds_with_ratios(same), 5.0).verdict is AbVerdict.NO_CHANGE
+    s = pair_stats(rounds_with_ratios([6.0, *same[1:]]), 5.0)
+    assert s.verdict is AbVerdict.INCONCLUSIVE and 0.95 < s.ci_low < 1.0
 
 
 def test_threshold_of_ten_makes_the_same_rounds_inconclusive() -> None:
     s = pair_stats(rounds_with_ratios(SLOWER), threshold_pct=10.0)
-    assert s.verdict is AbVerdict.INCONCLUSIVE  # [1.07, 1.20] straddles 1.10
+    assert s.verdict is AbVerdict.INCONCLUSIVE  # [1.08, 1.18] straddles 1.10
 
 
 def test_same_code_with_a_systematic_one_percent_is_no_change() -> None:
@@ -112,7 +158,8 @@ def test_a_session_is_the_median_of_its_rounds_and_the_interval_is_over_sessions
 def test_improvement_needs_the_whole_interval_below() -> None:
     faster = [1 / r for r in SLOWER]
     s = pair_stats(rounds_with_ratios(faster), threshold_pct=5.0)
-    assert (s.ci_low, s.ci_high) == pytest.approx((1 / 1.20, 1 / 1.07), rel=1e-15)
+    _, low, high, _ = session_interval(SLOWER)
+    assert (s.ci_low, s.ci_high) == pytest.approx((1 / high, 1 / low), rel=1e-12)
     assert s.verdict is AbVerdict.IMPROVEMENT
 
 

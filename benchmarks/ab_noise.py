@@ -54,6 +54,8 @@ from typing import Any
 
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
+from reportgen.ab.coordinator import AbSettings
+
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_NAME = "abnoise"
 SCENARIO = '''"""RMSNorm for the A/B noise benchmark; ``fused`` does {pct} % extra real work (0: the unchanged code).
@@ -310,8 +312,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variants", default="naive,fused")
     p.add_argument("--threshold", type=float, default=5.0)
     p.add_argument("--samples", type=int, default=50, help="blockwise: samples per variant per profile (default 50)")
-    p.add_argument("--sessions", type=int, default=6, help="interleaved: reportgen ab --sessions (default 6)")
-    p.add_argument("--rounds", type=int, default=4, help="interleaved: rounds per session (default 4)")
+    defaults = AbSettings()
+    p.add_argument("--sessions", type=int, default=defaults.min_sessions,
+                   help=f"interleaved: reportgen ab --sessions (default {defaults.min_sessions}, as ab)")
+    p.add_argument("--rounds", type=int, default=defaults.rounds_per_session,
+                   help=f"interleaved: rounds per session (default {defaults.rounds_per_session}, as ab; the idle "
+                        "sessions results of 2026-12-02 were recorded with 4)")
     p.add_argument("--max-seconds", type=float, default=150.0)
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen import __version__, devices
+from reportgen.ab.coordinator import AbSettings
 from reportgen.errors import ConfigError, ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.terminal import terminal_safe
 
@@ -500,13 +501,16 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
                    help="a name (each checkout's config scenarios, else its scenarios/) or a .py path relative to it")
     p.add_argument("--threshold", type=float, default=None,
                    help="smallest change in percent that counts (default: the config's, else 5)")
-    p.add_argument("--sessions", type=int, default=6,
-                   help="sessions (fresh pairs of worker processes) before the first verdict (>= 6; default 6)")
-    p.add_argument("--rounds", type=int, default=2, help="rounds per session (even, >= 2; default 2)")
-    p.add_argument("--max-seconds", type=float, default=150.0,
+    d = AbSettings()
+    p.add_argument("--sessions", type=int, default=d.min_sessions,
+                   help=f"sessions (fresh pairs of worker processes) before the first verdict (>= 6; default {d.min_sessions})")
+    p.add_argument("--rounds", type=int, default=d.rounds_per_session,
+                   help=f"rounds per session (even, >= 2; default {d.rounds_per_session})")
+    p.add_argument("--max-seconds", type=float, default=d.max_seconds,
                    help="time budget for the whole measurement: loading, compiling and rounds of every session "
-                   "(default 150)")
-    p.add_argument("--samples", type=int, default=8, help="samples per variant per side per round (default 8)")
+                   f"(default {d.max_seconds:g})")
+    p.add_argument("--samples", type=int, default=d.samples_per_block,
+                   help=f"samples per variant per side per round (default {d.samples_per_block})")
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the base scenario's)")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the base scenario's)")
     p.add_argument("--seed", type=int, default=0)

@@ -111,6 +111,10 @@ class Pair:
     workers: list[dict[str, FakeWorker]]
 
 
+TWO_ROUNDS = AbSettings(rounds_per_session=2)
+"""The fake pairs' arithmetic below counts 2 rounds per session (the default is 4: see the default's own test)."""
+
+
 def pair(base_times: dict[str, float], head_times: dict[str, float], settings: AbSettings | None = None,
          process: Callable[[int], float] = lambda _session: 1.0, **head_kw: Any) -> Pair:
     """Coordinate fake workers; ``process(session)`` is head's process offset in that session; ``base_*`` keywords
@@ -127,7 +131,7 @@ def pair(base_times: dict[str, float], head_times: dict[str, float], settings: A
                                         **head_kw)})
         return dict(made[-1])
 
-    result = coordinate(spawn, ROOTS, "tiny", settings or AbSettings(), clock=clock)
+    result = coordinate(spawn, ROOTS, "tiny", settings or TWO_ROUNDS, clock=clock)
     return Pair(result, log, made)
 
 
@@ -157,6 +161,12 @@ def test_sessions_of_fresh_workers_each_prime_then_alternate_abba() -> None:
     assert all(msg["calls"] == {"naive": 2} for _, cmd, msg in p.log if cmd == "block")
 
 
+def test_by_default_a_session_primes_then_runs_four_rounds_abba() -> None:
+    result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings())
+    assert result.result.sessions == 6 and len(result.result.rounds) == 24
+    assert block_sides(result.log) == ("BH" + "BHHB" * 2) * 6
+
+
 def test_same_code_under_strong_drift_is_no_change() -> None:
     result = pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 50.0}, drift=linear_drift).result
     (naive, fused) = result.variants
@@ -171,7 +181,7 @@ def test_a_process_offset_is_never_read_as_a_change() -> None:
     """The same code in one worker process runs 10 % slower or faster than in another, for the process's life. Inside
     one session every round agrees (a one-session pair would call it a regression); across sessions it is noise."""
     offsets = (1.10, 0.90, 1.10, 0.90, 1.10, 0.90)
-    p = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=36.0), process=lambda s: offsets[s % 6])
+    p = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(rounds_per_session=2, max_seconds=36.0), process=lambda s: offsets[s % 6])
     stats = p.result.variants[0].stats
     assert stats is not None and stats.session_ratios == pytest.approx(offsets)
     assert all(r == pytest.approx(1.10) for r in stats.round_ratios[:2])  # session 1 alone looked like +10 %
@@ -192,7 +202,7 @@ def test_a_real_slowdown_is_a_regression_and_three_percent_is_not() -> None:
 
 
 def test_inconclusive_runs_more_sessions_until_the_budget_then_exits_7() -> None:
-    settings = AbSettings(max_seconds=100.0)
+    settings = AbSettings(rounds_per_session=2, max_seconds=100.0)
     result = pair({"naive": 100.0}, {"naive": 100.0}, settings, process=lambda s: 1.12 if s % 2 else 1.0).result
     assert result.variants[0].verdict is AbVerdict.INCONCLUSIVE
     assert result.stop_reason == "time budget" and result.exit_code is ExitCode.INCONCLUSIVE
@@ -206,7 +216,7 @@ def test_more_sessions_settle_an_inconclusive_start() -> None:
     # head's processes in sessions 1-6 alternate 1.0 / 1.3, later ones are all 1.2. The Walsh averages of the logs:
     # six at log 1.0 (three sessions and their pairs), six at log 1.3, then the means of 1.0 or 1.3 with each 1.2. The
     # signed-rank rank k is 4 at n = 9 (the interval still starts at 1.0) and 9 at n = 10: [sqrt(1.2), sqrt(1.2 x 1.3)].
-    result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(max_seconds=1000.0),
+    result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(rounds_per_session=2, max_seconds=1000.0),
                   process=lambda s: (1.3 if s % 2 else 1.0) if s < 6 else 1.2).result
     assert result.stop_reason == "decided" and result.sessions == 10
     stats = result.variants[0].stats

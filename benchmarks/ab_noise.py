@@ -310,15 +310,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--slowdowns", default="3,10,25", help="injected slowdowns of head's fused, percent (default 3,10,25)")
     p.add_argument("--shape", default="8,1024,1024", help="input shape (default: rmsnorm's default)")
     p.add_argument("--variants", default="naive,fused")
-    p.add_argument("--threshold", type=float, default=5.0)
+    p.add_argument("--threshold", type=float, default=AbSettings().threshold_pct)
     p.add_argument("--samples", type=int, default=50, help="blockwise: samples per variant per profile (default 50)")
     defaults = AbSettings()
     p.add_argument("--sessions", type=int, default=defaults.min_sessions,
                    help=f"interleaved: reportgen ab --sessions (default {defaults.min_sessions}, as ab)")
     p.add_argument("--rounds", type=int, default=defaults.rounds_per_session,
-                   help=f"interleaved: rounds per session (default {defaults.rounds_per_session}, as ab; the idle "
-                        "sessions results of 2026-12-02 were recorded with 4)")
-    p.add_argument("--max-seconds", type=float, default=150.0)
+                   help=f"interleaved: rounds per session (default {defaults.rounds_per_session}, as ab; each "
+                        "result file records the rounds it used)")
+    p.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
     p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")

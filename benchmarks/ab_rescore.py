@@ -13,7 +13,9 @@ Replay: from the sixth session on, after each session both variants are judged; 
 at the first session count where no variant is inconclusive, else at the last recorded session.
 The recorded run stopped where the method it used (``sign``) decided, or at the time budget; a
 method that would have needed more sessions than were recorded is scored with the sessions
-there are, which counts against it (a conservative replay).
+there are. That under-counts its detections, but also any false alarm it would have raised in
+the sessions it did not get: a pair the recorded run ended as decided while the replayed method
+was still inconclusive is reported as inconclusive (``unfinished`` counts those).
 
     .venv/bin/python benchmarks/ab_rescore.py benchmarks/results/ab_noise_sessions_idle_part*.json \\
         --out benchmarks/results/ab_rescore_idle.json
@@ -47,11 +49,12 @@ def sign_interval(ratios: Sequence[float]) -> tuple[float, float, float, float]:
 METHODS: dict[str, Interval] = {"sign": sign_interval, "signed_rank": session_interval}
 
 
-def replay(sessions: dict[str, list[float]], interval: Interval, threshold_pct: float) -> dict[str, Any]:
-    """The stopping rule over recorded session ratios: the verdicts where the pair stops."""
+def replay(sessions: dict[str, list[float]], interval: Interval, threshold_pct: float, first: int) -> dict[str, Any]:
+    """The stopping rule over recorded session ratios (judged from the ``first``-th session on, as ``ab --sessions``):
+    the verdicts where the pair stops."""
     last = min(len(r) for r in sessions.values())
     out: dict[str, Any] = {}
-    for n in range(MIN_SESSIONS_FOR_INTERVAL, last + 1):
+    for n in range(max(first, MIN_SESSIONS_FOR_INTERVAL), last + 1):
         out = {"sessions": n, "variants": {}}
         for name, ratios in sessions.items():
             est, low, high, _ = interval(ratios[:n])
@@ -65,29 +68,38 @@ def replay(sessions: dict[str, list[float]], interval: Interval, threshold_pct: 
 
 def rescore(paths: Sequence[Path]) -> dict[str, Any]:
     counts: dict[str, dict[str, Counter[str]]] = {m: {} for m in METHODS}
+    unfinished: dict[str, list[str]] = {m: [] for m in METHODS}
     pairs: list[dict[str, Any]] = []
     for path in paths:
         data = json.loads(path.read_text())
         threshold = float(data["settings"]["threshold"])
+        first = int(data["settings"].get("sessions", MIN_SESSIONS_FOR_INTERVAL))
         for group in data["groups"]:
             for cell in group["cells"]:
                 if cell["method"] != "interleaved":
                     continue
                 for run in cell["runs"]:
                     sessions = {name: [1 + x / 100 for x in v["session_changes_pct"]]
-                                for name, v in run["variants"].items() if v.get("session_changes_pct")}
+                                for name, v in run.get("variants", {}).items() if v.get("session_changes_pct")}
                     if not sessions or min(len(r) for r in sessions.values()) < MIN_SESSIONS_FOR_INTERVAL:
                         continue
+                    recorded = min(len(r) for r in sessions.values())
                     entry = {"file": path.name, "load": group["load"], "case": cell["case"],
-                             "recorded_sessions": min(len(r) for r in sessions.values())}
+                             "recorded_sessions": recorded, "recorded_stop": run.get("stop_reason")}
                     for method, fn in METHODS.items():
-                        entry[method] = replay(sessions, fn, threshold)
+                        entry[method] = replay(sessions, fn, threshold, first)
+                        open_variants = [f"{n} {v['ci_pct']}" for n, v in entry[method]["variants"].items()
+                                         if v["verdict"] == "inconclusive"]
+                        if run.get("stop_reason") == "decided" and open_variants:
+                            unfinished[method].append(f"{path.name} {cell['case']} ({recorded} sessions): "
+                                                      + "; ".join(open_variants))
                         for name, v in entry[method]["variants"].items():
                             key = f"{group['load']} {cell['case']} {name}"
                             counts[method].setdefault(key, Counter())[v["verdict"]] += 1
                     pairs.append(entry)
     return {"schema_version": 1, "command": " ".join(["benchmarks/ab_rescore.py", *sys.argv[1:]]),
-            "counts": {m: {k: dict(c) for k, c in sorted(v.items())} for m, v in counts.items()}, "pairs": pairs}
+            "counts": {m: {k: dict(c) for k, c in sorted(v.items())} for m, v in counts.items()},
+            "unfinished": unfinished, "pairs": pairs}
 
 
 def main() -> int:
@@ -100,6 +112,8 @@ def main() -> int:
         print(f"== {method}")
         for key, c in table.items():
             print(f"  {key:28s} " + ", ".join(f"{v} {n}" for v, n in sorted(c.items())))
+        for line in result["unfinished"][method]:
+            print(f"  unfinished: {line}")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0

@@ -380,7 +380,7 @@ def drift_history(runs: Sequence[Run], head: Run) -> list[Run]:
 def drift_note(pairing: Pairing, minutes: float, changes: Sequence[VariantChange], pair_id: str | None) -> str:
     """The comparison's one sentence on how the runs were measured and what its intervals cover."""
     if pairing is Pairing.INTERLEAVED:
-        return (f"interleaved A/B pair {pair_id}: paired statistics over its rounds; the drift between runs "
+        return (f"interleaved A/B pair {pair_id}: paired statistics over its sessions; the drift between runs "
                 "cancels in each round's ratio, so the intervals are not widened")
     note = not_interleaved_note(minutes)
     timed = [c for c in changes if c.within_ci_low_pct is not None]

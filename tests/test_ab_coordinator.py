@@ -181,7 +181,8 @@ def test_a_process_offset_is_never_read_as_a_change() -> None:
     """The same code in one worker process runs 10 % slower or faster than in another, for the process's life. Inside
     one session every round agrees (a one-session pair would call it a regression); across sessions it is noise."""
     offsets = (1.10, 0.90, 1.10, 0.90, 1.10, 0.90)
-    p = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(rounds_per_session=2, max_seconds=36.0), process=lambda s: offsets[s % 6])
+    p = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(rounds_per_session=2, max_seconds=36.0),
+             process=lambda s: offsets[s % 6])
     stats = p.result.variants[0].stats
     assert stats is not None and stats.session_ratios == pytest.approx(offsets)
     assert all(r == pytest.approx(1.10) for r in stats.round_ratios[:2])  # session 1 alone looked like +10 %
@@ -215,7 +216,7 @@ def test_inconclusive_runs_more_sessions_until_the_budget_then_exits_7() -> None
 def test_more_sessions_settle_an_inconclusive_start() -> None:
     # head's processes in sessions 1-6 alternate 1.0 / 1.3, later ones are all 1.2. The Walsh averages of the logs:
     # six at log 1.0 (three sessions and their pairs), six at log 1.3, then the means of 1.0 or 1.3 with each 1.2. The
-    # signed-rank rank k is 4 at n = 9 (the interval still starts at 1.0) and 9 at n = 10: [sqrt(1.2), sqrt(1.2 x 1.3)].
+    # signed-rank rank k is 6 at n = 9 (the sixth smallest is still 1.0) and 9 at n = 10: [sqrt(1.2), sqrt(1.2 x 1.3)].
     result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(rounds_per_session=2, max_seconds=1000.0),
                   process=lambda s: (1.3 if s % 2 else 1.0) if s < 6 else 1.2).result
     assert result.stop_reason == "decided" and result.sessions == 10

@@ -87,6 +87,26 @@ def test_six_sessions_give_the_extremes_and_the_centre_of_the_walsh_averages() -
     assert session_interval(ratios) == pytest.approx((math.exp(3.5 * c), math.exp(c), math.exp(6 * c), 1 - 2 / 64))
 
 
+def test_seven_sessions_with_one_far_value_by_hand() -> None:
+    """Logs c x (0, 1, 2, 3, 4, 5, 20). The 28 Walsh averages (units of c): 0, .5, 1, 1, 1.5, 1.5, 2, 2, 2, 2.5, 2.5,
+    2.5, 3, 3 | 3, 3.5, 3.5, 4, 4, 4.5, 5, 10, 10.5, 11, 11.5, 12, 12.5, 20. k = 3 at n = 7: [1 c, 12 c], estimate
+    3 c. (The sign test's interval at n = 7 is [min, max] = [0, 20 c]; the median 3 c.)"""
+    c = 0.01
+    ratios = [math.exp(c * v) for v in (5, 0, 20, 1, 4, 2, 3)]
+    est, low, high, coverage = session_interval(ratios)
+    assert (est, low, high) == pytest.approx((math.exp(3 * c), math.exp(c), math.exp(12 * c)), rel=1e-12)
+    assert coverage == 1 - 2 * 3 / 128
+
+
+def test_refuses_what_has_no_interval() -> None:
+    with pytest.raises(ValueError, match="positive and finite"):
+        session_interval([1.0, 1.1, 0.9, 1.0, 0.0, 1.2])
+    with pytest.raises(ValueError, match="positive and finite"):
+        session_interval([1.0, 1.1, 0.9, 1.0, math.inf, 1.2])
+    with pytest.raises(ValueError, match="no 99% interval with 6 values"):
+        session_interval([1.0, 1.1, 0.9, 1.0, 1.05, 1.2], confidence=0.99)  # 2/64 > 1 %: k = 0
+
+
 def test_interval_is_the_set_of_centres_the_signed_rank_test_does_not_reject() -> None:
     """The interval from Walsh averages equals the inversion of the test computed from ranks: shifts just inside its
     ends are accepted (k <= W+ <= M - k), shifts just outside are rejected."""
@@ -107,7 +127,6 @@ def test_exact_interval_ratio_and_regression() -> None:
     assert s.rounds == 10 and s.sessions == 10 and s.session_ratios == pytest.approx(SLOWER, rel=1e-15)
     assert s.base_round_medians_us == (128.0,) * 10
     assert s.round_ratios == pytest.approx(SLOWER, rel=1e-15)
-    assert (s.ratio, s.ci_low, s.ci_high, s.coverage) == pytest.approx(session_interval(SLOWER), rel=1e-15)
     assert s.ci_low == pytest.approx(1.08, rel=1e-12)  # the 9th smallest Walsh average is the value 1.08 itself
     assert s.coverage == 1 - 2 * 25 / 1024
     assert s.verdict is AbVerdict.REGRESSION

@@ -71,7 +71,7 @@ class AbSettings:
 
     threshold_pct: float = 5.0
     min_sessions: int = 6
-    rounds_per_session: int = 4  # 2 gave sessions twice as spread (benchmarks/README.md, ab_noise)
+    rounds_per_session: int = 4  # with 2 the sessions spread 1.3-1.8x as much (benchmarks/README.md, ab_noise)
     max_sessions: int = 60
     max_seconds: float = 150.0  # budget for the whole measurement: every session's loading, compiling and rounds
     samples_per_block: int = 8

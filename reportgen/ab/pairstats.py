@@ -20,17 +20,25 @@ statistic W+ (its exact coverage, >= 95 %, is stated); back to ratios with exp. 
 sessions (with 6 the interval is the smallest and the largest ratio, 96.9 %).
 
 Why this interval: it assumes the sessions are independent and their log-ratios symmetric about
-the centre. Symmetry holds by construction for the part that matters: a session's offset is the
-difference of two processes' offsets drawn from the same distribution (the same machine, the same
-way of starting them), and such a difference is symmetric about zero. Against the sign test (the
-previous method) it needs about two thirds of the sessions for the same width with normal-like
-data (asymptotic efficiency 0.955 against 0.637); re-scored on the recorded idle benchmark sessions
-it detected 9 of 10 injected 10 % slowdowns where the sign test detected 6, with no A/A verdict
-changed to a regression (benchmarks/README.md). A wild session (a preempted block gives a ratio of
-0.2 or 6 under load) moves the interval's end on its own side towards it, so such a pair comes out
-inconclusive and runs more sessions; it does not move the opposite end by more than a few Walsh
-averages, so it cannot turn "no change" into a regression. A t-interval would be widened on both
-sides, a percentile bootstrap over few values is too narrow (the false-alarm direction).
+the centre. For same code on both sides the symmetry is close to given: a session's offset is
+the difference of two processes' offsets drawn from nearly the same distribution (the same
+machine, the same way of starting them; not exactly, since base loads and warms first), and
+such a difference is symmetric about zero. Against the sign test (used up to 2026-12-02) it
+needs about two thirds of the sessions for the same width with normal-like data (asymptotic
+efficiency 0.955 against 0.637); re-scored on the recorded idle benchmark sessions it detected 9
+of 10 injected 10 % slowdowns where the sign test detected 6, with no A/A verdict changed to a
+regression (benchmarks/README.md).
+
+Outliers: a session's ratio is the median of its rounds' ratios, so one preempted block is
+ignored; a wild session (0.2 or 6, as single rounds gave under load) needs at least half its
+rounds disturbed. One wild session pulls the interval's end on its own side towards it, so the
+pair comes out inconclusive and runs more sessions. It moves the opposite end by at most n
+Walsh averages, no further than the k-th smallest (largest) Walsh average of the other sessions
+alone. The sign test moves by one order statistic; the signed-rank interval breaks down sooner
+when many sessions are wild (about 29 % of them against 50 %), and then says inconclusive or is
+wrong, so under heavy load read the spread between sessions in the comment. A t-interval would
+be widened on both sides; a percentile bootstrap over few values is too narrow (the false-alarm
+direction).
 
 Verdict against a threshold t (percent): *regression* when the whole interval of the ratio
 lies at or above 1 + t/100, *improvement* when it lies at or below 1 - t/100, *no change* when
@@ -173,6 +181,8 @@ def session_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) ->
     if any(not (math.isfinite(r) and r > 0) for r in ratios):
         raise ValueError("ratios must be positive and finite")
     k, coverage = signed_rank_rank(n, confidence)
+    if k == 0:
+        raise ValueError(f"no {confidence:.0%} interval with {n} values")
     walsh = walsh_averages([math.log(r) for r in ratios])
     return (math.exp(median(walsh)), math.exp(walsh[k - 1]), math.exp(walsh[-k]), coverage)
 

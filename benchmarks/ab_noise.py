@@ -310,9 +310,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--slowdowns", default="3,10,25", help="injected slowdowns of head's fused, percent (default 3,10,25)")
     p.add_argument("--shape", default="8,1024,1024", help="input shape (default: rmsnorm's default)")
     p.add_argument("--variants", default="naive,fused")
-    p.add_argument("--threshold", type=float, default=AbSettings().threshold_pct)
-    p.add_argument("--samples", type=int, default=50, help="blockwise: samples per variant per profile (default 50)")
     defaults = AbSettings()
+    p.add_argument("--threshold", type=float, default=defaults.threshold_pct)
+    p.add_argument("--samples", type=int, default=50, help="blockwise: samples per variant per profile (default 50)")
     p.add_argument("--sessions", type=int, default=defaults.min_sessions,
                    help=f"interleaved: reportgen ab --sessions (default {defaults.min_sessions}, as ab)")
     p.add_argument("--rounds", type=int, default=defaults.rounds_per_session,

@@ -112,7 +112,7 @@ class Pair:
 
 
 TWO_ROUNDS = AbSettings(rounds_per_session=2)
-"""The fake pairs' arithmetic below counts 2 rounds per session (the default is 4: see the default's own test)."""
+"""The fake pairs' arithmetic below counts 2 rounds per session (the default is 16: see the default's own test)."""
 
 
 def pair(base_times: dict[str, float], head_times: dict[str, float], settings: AbSettings | None = None,
@@ -161,10 +161,12 @@ def test_sessions_of_fresh_workers_each_prime_then_alternate_abba() -> None:
     assert all(msg["calls"] == {"naive": 2} for _, cmd, msg in p.log if cmd == "block")
 
 
-def test_by_default_a_session_primes_then_runs_four_rounds_abba() -> None:
+def test_by_default_a_session_primes_then_runs_sixteen_short_rounds_abba() -> None:
     result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings())
-    assert result.result.sessions == 6 and len(result.result.rounds) == 24
-    assert block_sides(result.log) == ("BH" + "BHHB" * 2) * 6
+    assert result.result.sessions == 6 and len(result.result.rounds) == 96
+    assert block_sides(result.log) == ("BH" + "BHHB" * 8) * 6
+    blocks = [msg for _, cmd, msg in result.log if cmd == "block"]
+    assert all((msg["samples"], msg["discard"]) == (2, 0) for msg in blocks)  # fine interleaving: 2 timed samples
 
 
 def test_same_code_under_strong_drift_is_no_change() -> None:
@@ -328,7 +330,7 @@ def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     text = render_ab_markdown(result, COMMITS, {"base": "run-a", "head": "run-b"})
     assert text.startswith("<!-- reportgen-ab -->\n### :x: reportgen A/B: regression: ")
     assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
-            "8 samples per variant per side per round") in text
+            "2 samples per variant per side per round") in text
     assert "between pairs of processes (spread of the sessions' ratios): at most 0.0 %" in text
     assert md_escape(METHOD) in text and "stopped: decided" in text
     assert "The pair's own noise (spread of one side's round medians): at most " in text

@@ -71,11 +71,15 @@ class AbSettings:
 
     threshold_pct: float = 5.0
     min_sessions: int = 6
-    rounds_per_session: int = 4  # with 2 the sessions spread 1.3-1.8x as much (benchmarks/README.md, ab_noise)
+    # Fine interleaving: blocks of 2 samples, 16 rounds per session. With blocks of 8 samples (and 1 discarded) the
+    # sessions of an A/A pair spread about twice as much at the default shape: this VM's speed switches between
+    # levels ~30 % apart within a second, so blocks far apart in time see different machines
+    # (benchmarks/results/ab_granularity_idle.json; benchmarks/README.md).
+    rounds_per_session: int = 16
     max_sessions: int = 60
     max_seconds: float = 150.0  # budget for the whole measurement: every session's loading, compiling and rounds
-    samples_per_block: int = 8
-    discard_per_block: int = 1  # samples dropped at the start of each block: the first after a switch ran slow
+    samples_per_block: int = 2
+    discard_per_block: int = 0  # untimed samples at the start of each block (each side's blocks alike, so ABBA-fair)
     warmup: int = 3
     shape: tuple[int, ...] | None = None  # None: the base scenario's default
     dtype: str | None = None

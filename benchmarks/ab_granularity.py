@@ -27,7 +27,8 @@ from typing import Any
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
 from reportgen.ab.command import _spawn_pair
-from reportgen.ab.coordinator import AbSettings, coordinate
+from reportgen.ab.coordinator import coordinate
+from reportgen.ab.settings import AbSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -54,7 +54,7 @@ from typing import Any
 
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
-from reportgen.ab.coordinator import AbSettings
+from reportgen.ab.settings import AbSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_NAME = "abnoise"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen import __version__, devices
-from reportgen.ab.coordinator import AbSettings
+from reportgen.ab.settings import AbSettings
 from reportgen.errors import ConfigError, ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.terminal import terminal_safe
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from reportgen.ab.command import ab_json, render_ab_markdown, render_scenario_only, store_pair
-from reportgen.ab.coordinator import AbSettings, PairResult, SideFailed, VariantKind, coordinate
+from reportgen.ab.coordinator import PairResult, SideFailed, VariantKind, coordinate
 from reportgen.ab.pairstats import METHOD, AbVerdict
+from reportgen.ab.settings import AbSettings
 from reportgen.bundle import load_run, load_store
 from reportgen.codec import to_jsonable
 from reportgen.errors import ExitCode, UsageError

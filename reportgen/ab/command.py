@@ -27,7 +27,6 @@ from typing import IO, Any
 from reportgen import __version__
 from reportgen.ab.coordinator import (
     SIDES,
-    AbSettings,
     PairResult,
     SideReport,
     VariantKind,
@@ -37,6 +36,7 @@ from reportgen.ab.coordinator import (
     coordinate,
 )
 from reportgen.ab.pairstats import AbVerdict, median
+from reportgen.ab.settings import AbSettings
 from reportgen.ab.worker import scenario_path
 from reportgen.bundle import new_run, write_bundle
 from reportgen.codec import from_jsonable, to_jsonable

@@ -30,13 +30,13 @@ from typing import Any, Protocol
 
 from reportgen.ab.pairstats import (
     METHOD,
-    MIN_SESSIONS_FOR_INTERVAL,
     AbVerdict,
     PairStats,
     SessionRounds,
     overall_verdict,
     pair_stats,
 )
+from reportgen.ab.settings import AbSettings
 from reportgen.errors import ExitCode, ReportgenError, UsageError
 
 SIDES = ("base", "head")
@@ -63,46 +63,6 @@ class WorkerFailed(Exception):
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(message)
         self.stage, self.message = stage, message
-
-
-@dataclass(frozen=True)
-class AbSettings:
-    """How a pair is measured and judged."""
-
-    threshold_pct: float = 5.0
-    min_sessions: int = 6
-    # Fine interleaving: blocks of 2 samples, 16 rounds per session. With blocks of 8 samples (and 1 discarded) the
-    # sessions of an A/A pair spread about twice as much at the default shape: this VM's speed switches between
-    # levels ~30 % apart within a second, so blocks far apart in time see different machines
-    # (benchmarks/results/ab_granularity_idle.json; benchmarks/README.md).
-    rounds_per_session: int = 16
-    max_sessions: int = 60
-    max_seconds: float = 150.0  # budget for the whole measurement: every session's loading, compiling and rounds
-    samples_per_block: int = 2
-    discard_per_block: int = 0  # untimed samples at the start of each block (each side's blocks alike, so ABBA-fair)
-    warmup: int = 3
-    shape: tuple[int, ...] | None = None  # None: the base scenario's default
-    dtype: str | None = None
-    seed: int = 0
-    variants: tuple[str, ...] | None = None  # None: every variant of either side
-    device: str = "auto"
-
-    def check(self) -> None:
-        """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows
-        it as its flag)."""
-        if not self.threshold_pct > 0:
-            raise UsageError(f"threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5",
-                             field="threshold")
-        if self.min_sessions < MIN_SESSIONS_FOR_INTERVAL:
-            raise UsageError(f"sessions {self.min_sessions}: must be at least {MIN_SESSIONS_FOR_INTERVAL} "
-                             "(fewer sessions have no 95 % interval)", field="sessions")
-        if self.rounds_per_session < 2 or self.rounds_per_session % 2:
-            raise UsageError(f"rounds {self.rounds_per_session}: must be an even number >= 2 (ABBA pairs)",
-                             field="rounds")
-        if not self.max_seconds > 0:
-            raise UsageError(f"max_seconds {self.max_seconds:g}: must be positive", field="max_seconds")
-        if self.samples_per_block < 1:
-            raise UsageError(f"samples {self.samples_per_block}: must be at least 1", field="samples")
 
 
 class VariantKind(str, Enum):

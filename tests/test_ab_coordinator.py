@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import pytest
 
 from reportgen.ab.command import ab_json, render_ab_markdown, render_scenario_only, store_pair
 from reportgen.ab.coordinator import PairResult, SideFailed, VariantKind, coordinate
-from reportgen.ab.pairstats import METHOD, AbVerdict
+from reportgen.ab.pairstats import AbVerdict
 from reportgen.ab.settings import AbSettings
 from reportgen.bundle import load_run, load_store
 from reportgen.codec import to_jsonable
@@ -311,7 +311,8 @@ def test_both_runs_are_stored_as_one_pair_with_every_rounds_samples(tmp_path: Pa
     assert base.ab.pair_id == head.ab.pair_id
     assert (base.ab.side, base.ab.partner_run_id) == ("base", head.run_id)
     assert (head.ab.side, head.ab.partner_run_id) == ("head", base.run_id)
-    assert base.ab.method == METHOD and base.ab.threshold_pct == 5.0
+    assert base.ab.method == head.ab.method == result.method and base.ab.threshold_pct == 5.0
+    assert base.ab.method.startswith("median of each side's block of 2 samples per variant per round, ")
     assert base.git == COMMITS["base"] and head.git == COMMITS["head"]
     for run, side in ((base, "base"), (head, "head")):
         assert run.ab is not None and len(run.ab.rounds) == len(result.rounds)
@@ -326,6 +327,17 @@ def test_both_runs_are_stored_as_one_pair_with_every_rounds_samples(tmp_path: Pa
     assert base.scenario.parameters == {"shape": "4,8", "dtype": "float32", "seed": "0"}
 
 
+def test_the_stated_method_follows_the_block_settings_used() -> None:
+    """The stored and commented method names the samples per block and any untimed ones, as measured."""
+    plain = pair({"naive": 100.0}, {"naive": 100.0}, TWO_ROUNDS).result
+    assert "block of 2 samples per variant per round, ratio" in plain.method and "untimed" not in plain.method
+    settings = AbSettings(rounds_per_session=2, samples_per_block=8, discard_per_block=1)
+    result = pair({"naive": 100.0}, {"naive": 100.0}, settings).result
+    assert "block of 8 samples after 1 untimed per variant per round" in result.method
+    single = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, samples_per_block=1)).result
+    assert "block of 1 sample per variant" in single.method
+
+
 def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     result = pair({HOSTILE: 100.0}, {HOSTILE: 125.0}, drift=linear_drift).result
     text = render_ab_markdown(result, COMMITS, {"base": "run-a", "head": "run-b"})
@@ -333,7 +345,7 @@ def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
             "2 samples per variant per side per round") in text
     assert "between pairs of processes (spread of the sessions' ratios): at most 0.0 %" in text
-    assert md_escape(METHOD) in text and "stopped: decided" in text
+    assert md_escape(result.method) in text and "stopped: decided" in text
     assert "The pair's own noise (spread of one side's round medians): at most " in text
     assert "base aaaaaaaaaaaa vs head bbbbbbbbbbbb \\(with uncommitted changes\\)" in text
     assert "(" + md_escape("Test CPU, host testhost, torch 2.13.0, 2 threads") + ")" in text

@@ -29,10 +29,10 @@ from enum import Enum
 from typing import Any, Protocol
 
 from reportgen.ab.pairstats import (
-    METHOD,
     AbVerdict,
     PairStats,
     SessionRounds,
+    method_text,
     overall_verdict,
     pair_stats,
 )
@@ -140,7 +140,11 @@ class PairResult:
     rounds_s: float
     warm_s: float
     notes: tuple[str, ...] = ()
-    method: str = METHOD
+
+    @property
+    def method(self) -> str:
+        """The method in words, with this pair's own block settings."""
+        return method_text(self.settings.samples_per_block, self.settings.discard_per_block)
 
     @property
     def sessions(self) -> int:

@@ -67,12 +67,6 @@ machine's load or cache state at that moment, and the overshoot is at most one s
 µs against a full call of tens of ms). An earlier version calibrated a fixed repeat count once,
 when the inputs were made; its realised slowdowns were 3-8 % idle and 40-55 % busy for nominal
 10 and 25 % (benchmarks/results/ab_noise.json), so detection rates measured with it meant little.
-
-With HOLD_OUTPUT (``--injection self-timed-with-free``), a slowed ``fused`` keeps its output until its next
-call and frees it at the start of that call's clock. The 32 MiB output of the default shape is freed
-after the function returns but inside the sample's clock, and under load that took about 7 % of
-a call (the time between the return and the end of the clock, measured with an instrumented copy of
-this file); without HOLD_OUTPUT the extra work is {pct} % of the call less that free, so it falls short.
 """
 import math
 import time
@@ -82,9 +76,7 @@ import torch
 from reportgen.scenario import Scenario, Variant
 
 EXTRA = {fraction!r}
-HOLD_OUTPUT = {hold!r}
 CHUNK_ROWS = 8
-_HELD = []
 
 
 def make_inputs(shape, dtype, seed, device):
@@ -101,8 +93,6 @@ def naive(x, w):
 def fused(x, w):
     dims = (x.shape[-1],)
     t0 = time.perf_counter()
-    if HOLD_OUTPUT:
-        _HELD.clear()  # frees the previous call's output inside this call's clock (see the module's text)
     out = torch.rms_norm(x, dims, w, 1e-6)
     if EXTRA:
         now = time.perf_counter()
@@ -110,8 +100,6 @@ def fused(x, w):
         chunk = x.reshape(-1, x.shape[-1])[:CHUNK_ROWS]
         while time.perf_counter() < stop:
             torch.rms_norm(chunk, dims, w, 1e-6)
-        if HOLD_OUTPUT:
-            _HELD.append(out)
     return out
 
 
@@ -131,17 +119,11 @@ SCENARIO = Scenario(
 BUSY = "while True:\n    sum(i * i for i in range(100_000))\n"
 
 
-INJECTIONS = ("self-timed-with-free", "self-timed")
-"""How ``fused`` is slowed: both self-time the extra work; the first also counts the previous output's free."""
-
-
-def make_checkout(parent: Path, name: str, pct: float, injection: str = INJECTIONS[0]) -> Path:
-    """A folder holding scenarios/abnoise.py with ``pct`` % extra work in ``fused`` (0: the unchanged code)."""
+def make_checkout(parent: Path, name: str, pct: float) -> Path:
+    """A folder holding scenarios/abnoise.py with ``pct`` % extra work in ``fused``."""
     root = parent / name
     (root / "scenarios").mkdir(parents=True)
-    hold = bool(pct) and injection == "self-timed-with-free"
-    text = SCENARIO.format(pct=pct, fraction=pct / 100.0, hold=hold)
-    (root / "scenarios" / f"{SCENARIO_NAME}.py").write_text(text)
+    (root / "scenarios" / f"{SCENARIO_NAME}.py").write_text(SCENARIO.format(pct=pct, fraction=pct / 100.0))
     return root
 
 
@@ -277,7 +259,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ab_noise-") as tmp:
         work = Path(tmp)
         base = make_checkout(work, "base", 0.0)
-        heads = {name: make_checkout(work, f"head-{name}", pct, opts.injection) for name, pct, _ in cases}
+        heads = {name: make_checkout(work, f"head-{name}", pct) for name, pct, _ in cases}
         for load in opts.load_list:
             group: dict[str, Any] = {"load": load, "before": machine_state(), "cells": []}
             doc["groups"].append(group)
@@ -326,9 +308,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--aa", type=int, default=30, help="A/A verdicts per method and load (default 30)")
     p.add_argument("--per-slowdown", type=int, default=10, help="verdicts per injected slowdown (default 10)")
     p.add_argument("--slowdowns", default="3,10,25", help="injected slowdowns of head's fused, percent (default 3,10,25)")
-    p.add_argument("--injection", choices=INJECTIONS, default=INJECTIONS[0],
-                   help="how head's fused is slowed (default self-timed-with-free; result files without this "
-                        "setting used self-timed)")
     p.add_argument("--shape", default="8,1024,1024", help="input shape (default: rmsnorm's default)")
     p.add_argument("--variants", default="naive,fused")
     defaults = AbSettings()

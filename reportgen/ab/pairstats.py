@@ -55,6 +55,8 @@ from enum import Enum
 CONFIDENCE = 0.95
 MIN_SESSIONS_FOR_INTERVAL = 6
 """The fewest values with a 95 % signed-rank interval (with 5, even the extreme values cover only 93.8 %)."""
+
+
 def method_text(samples_per_block: int, discard_per_block: int) -> str:
     """How a pair measured with these block settings is judged, in words (stored with the runs, shown in the comment)."""
     untimed = f" after {discard_per_block} untimed" if discard_per_block else ""

@@ -216,6 +216,16 @@ def test_inconclusive_runs_more_sessions_until_the_budget_then_exits_7() -> None
     assert total_s <= settings.max_seconds < total_s + session_s
 
 
+def test_an_inconclusive_comment_says_it_is_not_no_change_and_how_to_narrow_it() -> None:
+    settings = AbSettings(rounds_per_session=2, max_seconds=100.0)
+    result = pair({"naive": 100.0}, {"naive": 100.0}, settings, process=lambda s: 1.12 if s % 2 else 1.0).result
+    text = render_ab_markdown(result, COMMITS, None)
+    assert ('Inconclusive is not "no change": an interval still straddles ±5 % after 16 sessions (stopped: time '
+            "budget; `--max-seconds 100`). A longer budget or a quieter machine narrows the intervals") in text
+    decided = pair({"naive": 100.0}, {"naive": 100.0}, TWO_ROUNDS).result
+    assert decided.verdict is AbVerdict.NO_CHANGE and "Inconclusive is not" not in render_ab_markdown(decided, COMMITS, None)
+
+
 def test_more_sessions_settle_an_inconclusive_start() -> None:
     # head's processes in sessions 1-6 alternate 1.0 / 1.3, later ones are all 1.2. The Walsh averages of the logs:
     # six at log 1.0 (three sessions and their pairs), six at log 1.3, then the means of 1.0 or 1.3 with each 1.2. The

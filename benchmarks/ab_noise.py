@@ -136,7 +136,7 @@ def reportgen(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedPr
 def blockwise(base: Path, head: Path, opts: argparse.Namespace, store: Path) -> dict[str, Any]:
     """profile base, profile head, compare: the old PR gate."""
     common = ["--device", "cpu", "--shape", opts.shape, "--variants", opts.variants, "--samples", str(opts.samples),
-              "--quiet", "--store", str(store)]
+              *_threads(opts), "--quiet", "--store", str(store)]
     wall = 0.0
     for side, root in (("base", base), ("head", head)):
         proc, s = reportgen("profile", "--scenario", str(root / "scenarios" / f"{SCENARIO_NAME}.py"), "--label", side,
@@ -174,7 +174,7 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
     proc, wall = reportgen("ab", "--base", str(base), "--head", str(head), "--scenario", SCENARIO_NAME, "--device", "cpu",
                            "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
                            "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
-                           "--max-seconds", str(opts.max_seconds),
+                           "--max-seconds", str(opts.max_seconds), *_threads(opts),
                            "--format", "json", "--quiet", "--store", str(store))
     if proc.returncode not in (0, 1, 7):
         return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
@@ -188,6 +188,10 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
                                "process_noise_pct": s.get("process_noise_pct")}
     return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "variants": variants, "rounds": len(doc["rounds"]),
             "sessions": doc["sessions"], "stop_reason": doc["stop_reason"]}
+
+
+def _threads(opts: argparse.Namespace) -> list[str]:
+    return ["--threads", str(opts.threads)] if opts.threads else []
 
 
 def _pct(ratio: float | None) -> float | None:
@@ -319,6 +323,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"interleaved: rounds per session (default {defaults.rounds_per_session}, as ab; each "
                         "result file records the rounds it used)")
     p.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch intra-op threads for both methods (reportgen ab/profile --threads; default: torch's)")
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
     p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")

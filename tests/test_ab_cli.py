@@ -71,7 +71,8 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     store, out = tmp_path / "store", tmp_path / "comment.md"
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
                    "--shape", "4,64", "--variants", "naive,fused", "--sessions", "6", "--rounds", "2", "--max-seconds", "2",
-                   "--samples", "4", "--store", str(store), "--output", str(out), "--quiet", timeout=600)
+                   "--samples", "4", "--threads", "1", "--store", str(store), "--output", str(out), "--quiet",
+                   timeout=600)
     assert proc.stderr == "" and proc.stdout == ""
     text = out.read_text()
     headline = re.search(r"^### :[a-z_]+: reportgen A/B: ([a-z ]+)", text, re.M)
@@ -83,6 +84,9 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     assert base.scenario.description == "tiny rmsnorm from the base tree"
     assert head.scenario.description == "tiny rmsnorm from the head tree"
     assert (base.git.sha, head.git.sha) == (shas["base"], shas["head"])
+    # both workers ran with the threads asked for (torch's default here is one per core) and the comment says so
+    assert base.environment.torch_threads == head.environment.torch_threads == 1
+    assert md_escape("1 thread (--threads)") in text
     rounds = len(base.ab.rounds)
     assert rounds == 12 and len(head.ab.rounds) == rounds  # the minimum 6 sessions of 2 rounds: the budget is spent
     assert [(r.session, r.index) for r in head.ab.rounds] == [(s, i) for s in range(6) for i in range(2)]
@@ -195,6 +199,7 @@ def test_a_scenario_the_base_config_does_not_name_is_new_in_head(tmp_path: Path)
     [
         (["--sessions", "5"], "--sessions 5: must be at least 6"),
         (["--rounds", "3"], "--rounds 3: must be an even number >= 2"),
+        (["--threads", "0"], "--threads 0: must be at least 1"),
         (["--shape", "4,x"], "shape '4,x': expected comma-separated positive integers"),
         (["--base", "/nonexistent/x"], "--base /nonexistent/x: not a folder"),
     ],

@@ -304,6 +304,16 @@ def test_bad_settings_and_unknown_variants_are_refused() -> None:
         assert info.value.as_flag_message() == flag  # the library names the field; the CLI writes it as the flag
 
 
+def test_both_sides_load_with_the_threads_asked_for() -> None:
+    for threads in (None, 1):
+        p = pair({"naive": 1.0}, {"naive": 1.0}, replace(TWO_ROUNDS, threads=threads))
+        loads = [msg for _side, cmd, msg in p.log if cmd == "load"]
+        assert len(loads) == 2 * len(p.workers) and all(m["threads"] == threads for m in loads)
+    with pytest.raises(UsageError) as info:
+        AbSettings(threads=0).check()
+    assert info.value.as_flag_message() == "--threads 0: must be at least 1"
+
+
 def test_differing_default_shapes_use_base_and_say_so() -> None:
     p = pair({"naive": 1.0}, {"naive": 1.0}, default_shape=(8, 8))
     result, log = p.result, p.log

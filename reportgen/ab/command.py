@@ -154,7 +154,7 @@ class AbRequest:
             max_seconds=args.max_seconds,
             samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
             dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, variants=variants,
-            device=args.device)
+            device=args.device, threads=args.threads)
         settings.check()
         return AbRequest(Path(args.base).resolve(), Path(args.head).resolve(), args.scenario, settings,
                          args.output, args.format, store, args.quiet)
@@ -325,13 +325,14 @@ def _commit(git: GitInfo) -> str:
     return git.sha[:12] + (" (with uncommitted changes)" if git.dirty else "")
 
 
-def _machine(side: SideReport) -> str:
+def _machine(side: SideReport, threads_set: bool) -> str:
     env = side.environment or {}
     parts = [str(env.get("device_name") or env.get("cpu_model") or "unknown device"), f"host {env.get('hostname', '?')}"]
     if env.get("torch_version"):
         parts.append(f"torch {env['torch_version']}")
     if env.get("torch_threads"):
-        parts.append(f"{env['torch_threads']} threads")
+        n = env["torch_threads"]
+        parts.append(f"{n} {'thread' if n == 1 else 'threads'}" + (" (--threads)" if threads_set else ""))
     return ", ".join(parts)
 
 
@@ -351,7 +352,7 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "shape": ",".join(str(d) for d in result.shape or ()),
         "dtype": result.dtype or "",
         "device": result.base.device or result.head.device or "",
-        "machine": _machine(result.base if result.base.environment else result.head),
+        "machine": _machine(result.base if result.base.environment else result.head, result.settings.threads is not None),
         "base_commit": _commit(commits["base"]),
         "head_commit": _commit(commits["head"]),
         "rounds": len(result.rounds),

@@ -329,7 +329,8 @@ def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
     sent: dict[str, WorkerFailed | None] = {}
     for side in SIDES:
         try:
-            workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device})
+            workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device,
+                                 "threads": settings.threads})
             sent[side] = None
         except WorkerFailed as exc:
             sent[side] = exc

@@ -32,6 +32,9 @@ class AbSettings:
     seed: int = 0
     variants: tuple[str, ...] | None = None  # None: every variant of either side
     device: str = "auto"
+    # torch intra-op threads in both workers (None: torch's default, one per core). With one core of two busy, a
+    # 2-thread call waits on its slower thread and spread about 1.5x more than a 1-thread call (benchmarks/README.md).
+    threads: int | None = None
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows
@@ -49,5 +52,8 @@ class AbSettings:
                              field="rounds")
         if not self.max_seconds > 0:
             raise UsageError(f"max_seconds {self.max_seconds:g}: must be positive", field="max_seconds")
+        from reportgen.scenario import check_threads
+
+        check_threads(self.threads)
         if self.samples_per_block < 1:
             raise UsageError(f"samples {self.samples_per_block}: must be at least 1", field="samples")

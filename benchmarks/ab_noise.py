@@ -174,7 +174,7 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
     proc, wall = reportgen("ab", "--base", str(base), "--head", str(head), "--scenario", SCENARIO_NAME, "--device", "cpu",
                            "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
                            "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
-                           "--max-seconds", str(opts.max_seconds), *_threads(opts), *_cpus(opts),
+                           "--max-seconds", str(opts.max_seconds), *_threads(opts),
                            "--format", "json", "--quiet", "--store", str(store))
     if proc.returncode not in (0, 1, 7):
         return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
@@ -192,10 +192,6 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
 
 def _threads(opts: argparse.Namespace) -> list[str]:
     return ["--threads", str(opts.threads)] if opts.threads else []
-
-
-def _cpus(opts: argparse.Namespace) -> list[str]:
-    return ["--cpus", opts.cpus] if opts.cpus else []
 
 
 def _pct(ratio: float | None) -> float | None:
@@ -329,7 +325,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads for both methods (reportgen ab/profile --threads; default: torch's)")
-    p.add_argument("--cpus", default=None, help="interleaved: reportgen ab --cpus (both workers pinned; default: not)")
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
     p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")

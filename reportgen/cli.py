@@ -520,9 +520,6 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads in both workers (default: torch's); on a shared CPU runner 1 is "
                    "steadier")
-    p.add_argument("--cpus", default=None, metavar="LIST",
-                   help="pin both workers to these CPUs, e.g. 1 or 2-3 (Linux; default: not pinned); with --threads "
-                   "1 on a shared runner both sides then share one core")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

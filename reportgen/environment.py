@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from reportgen.cpus import allowed_cpus
 from reportgen.model import Environment, GitInfo
 
 
@@ -36,17 +35,8 @@ def fingerprint(torch: Any, device_name: str, extras: dict[str, str | None]) -> 
         torch_threads=int(torch.get_num_threads()),
         device_name=device_name,
         load_average_1m=_load_average(),
-        cpu_affinity=_restricted_cpus(),
         device_extras={name: value for name, value in extras.items() if value is not None},
     )
-
-
-def _restricted_cpus() -> tuple[int, ...] | None:
-    """The CPUs this process may use, when fewer than the machine has (None: all of them, or unknown)."""
-    allowed = allowed_cpus()
-    if allowed is None or len(allowed) >= (os.cpu_count() or 0):
-        return None
-    return tuple(sorted(allowed))
 
 
 def _load_average() -> float | None:

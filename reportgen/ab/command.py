@@ -40,7 +40,6 @@ from reportgen.ab.settings import AbSettings
 from reportgen.ab.worker import scenario_path
 from reportgen.bundle import new_run, write_bundle
 from reportgen.codec import from_jsonable, to_jsonable
-from reportgen.cpus import parse_cpus
 from reportgen.environment import git_info
 from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.model import (
@@ -155,7 +154,7 @@ class AbRequest:
             max_seconds=args.max_seconds,
             samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
             dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, variants=variants,
-            device=args.device, threads=args.threads, cpus=parse_cpus(args.cpus) if args.cpus is not None else None)
+            device=args.device, threads=args.threads)
         settings.check()
         return AbRequest(Path(args.base).resolve(), Path(args.head).resolve(), args.scenario, settings,
                          args.output, args.format, store, args.quiet)
@@ -334,9 +333,6 @@ def _machine(side: SideReport, threads_set: bool) -> str:
     if env.get("torch_threads"):
         n = env["torch_threads"]
         parts.append(f"{n} {'thread' if n == 1 else 'threads'}" + (" (--threads)" if threads_set else ""))
-    if env.get("cpu_affinity"):
-        cpus = env["cpu_affinity"]
-        parts.append(f"pinned to {'CPU' if len(cpus) == 1 else 'CPUs'} {','.join(str(c) for c in cpus)}")
     return ", ".join(parts)
 
 

@@ -330,8 +330,7 @@ def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
     for side in SIDES:
         try:
             workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device,
-                                 "threads": settings.threads,
-                                 "cpus": list(settings.cpus) if settings.cpus is not None else None})
+                                 "threads": settings.threads})
             sent[side] = None
         except WorkerFailed as exc:
             sent[side] = exc

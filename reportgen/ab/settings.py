@@ -35,9 +35,6 @@ class AbSettings:
     # torch intra-op threads in both workers (None: torch's default, one per core). With one core of two busy, a
     # 2-thread call waits on its slower thread and spread about 1.5x more than a 1-thread call (benchmarks/README.md).
     threads: int | None = None
-    # CPUs both workers are pinned to (None: not pinned). Both sides then share the same CPUs, and the kernel moves a
-    # background process off them; unpinned, one side could stay on a busy core for a whole session.
-    cpus: tuple[int, ...] | None = None
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows
@@ -58,8 +55,5 @@ class AbSettings:
         from reportgen.scenario import check_threads
 
         check_threads(self.threads)
-        from reportgen.cpus import check_cpus
-
-        check_cpus(self.cpus)
         if self.samples_per_block < 1:
             raise UsageError(f"samples {self.samples_per_block}: must be at least 1", field="samples")

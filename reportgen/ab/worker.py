@@ -7,7 +7,7 @@ reportgen itself is the coordinator's: it is imported before the path changes.
 
 Protocol (one JSON object per line; the worker answers every command with one line):
 
-- ``{"cmd": "load", "root": DIR, "scenario": REF, "device": "auto", "threads": N|null, "cpus": [..]|null}`` ->
+- ``{"cmd": "load", "root": DIR, "scenario": REF, "device": "auto"}`` ->
   ``{"event": "loaded", "scenario": {...}, "device": ..., "environment": {...}}``
 - ``{"cmd": "warm", "shape": [..], "dtype": "float32", "seed": 0, "variants": [..], "warmup": 3}`` ->
   ``{"event": "warm", "variants": {name: {"status", "error", "first_call_us", "calls_per_sample", ...}}}``:
@@ -34,7 +34,6 @@ from typing import Any, TextIO
 
 from reportgen.codec import to_jsonable
 from reportgen.config import Config, load_config
-from reportgen.cpus import pin_process
 from reportgen.devices import import_torch, select_backend
 from reportgen.devices.backend import Backend
 from reportgen.environment import fingerprint
@@ -99,8 +98,6 @@ def _enter_checkout(root: Path) -> None:
 def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     root = Path(msg["root"]).resolve()
     _enter_checkout(root)
-    if msg.get("cpus"):
-        pin_process(tuple(int(c) for c in msg["cpus"]))  # before torch starts its thread pool
     torch = import_torch()
     ref = msg["scenario"]
     config = checkout_config(root)

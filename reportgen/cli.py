@@ -518,8 +518,7 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default=None,
                    help="default: the config's, else auto")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch intra-op threads in both workers (default: torch's); on a shared CPU runner 1 is "
-                   "steadier")
+                   help="torch intra-op threads in both workers (default: torch's), e.g. to match production")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from reportgen.allocator import allocator_env
 from reportgen.model import Environment, GitInfo
 
 
@@ -35,6 +36,7 @@ def fingerprint(torch: Any, device_name: str, extras: dict[str, str | None]) -> 
         torch_threads=int(torch.get_num_threads()),
         device_name=device_name,
         load_average_1m=_load_average(),
+        allocator_env=allocator_env(),
         device_extras={name: value for name, value in extras.items() if value is not None},
     )
 

@@ -72,7 +72,7 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
                    "--shape", "4,64", "--variants", "naive,fused", "--sessions", "6", "--rounds", "2", "--max-seconds", "2",
                    "--samples", "4", "--threads", "1", "--store", str(store), "--output", str(out), "--quiet",
-                   timeout=600)
+                   env={"MALLOC_ARENA_MAX": "2"}, timeout=600)
     assert proc.stderr == "" and proc.stdout == ""
     text = out.read_text()
     headline = re.search(r"^### :[a-z_]+: reportgen A/B: ([a-z ]+)", text, re.M)
@@ -87,6 +87,9 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     # both workers ran with the threads asked for (torch's default here is one per core) and the comment says so
     assert base.environment.torch_threads == head.environment.torch_threads == 1
     assert md_escape("1 thread (--threads)") in text
+    # the allocator setting of the job's environment reached both workers: their fingerprints and the comment say so
+    assert base.environment.allocator_env["MALLOC_ARENA_MAX"] == head.environment.allocator_env["MALLOC_ARENA_MAX"] == "2"
+    assert md_escape("allocator MALLOC_ARENA_MAX=2") in text
     rounds = len(base.ab.rounds)
     assert rounds == 12 and len(head.ab.rounds) == rounds  # the minimum 6 sessions of 2 rounds: the budget is spent
     assert [(r.session, r.index) for r in head.ab.rounds] == [(s, i) for s in range(6) for i in range(2)]

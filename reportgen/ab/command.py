@@ -333,6 +333,9 @@ def _machine(side: SideReport, threads_set: bool) -> str:
     if env.get("torch_threads"):
         n = env["torch_threads"]
         parts.append(f"{n} {'thread' if n == 1 else 'threads'}" + (" (--threads)" if threads_set else ""))
+    allocator = env.get("allocator_env") or {}
+    if allocator:
+        parts.append("allocator " + " ".join(f"{k}={v}" for k, v in allocator.items()))
     return ", ".join(parts)
 
 

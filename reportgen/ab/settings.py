@@ -32,9 +32,7 @@ class AbSettings:
     seed: int = 0
     variants: tuple[str, ...] | None = None  # None: every variant of either side
     device: str = "auto"
-    # torch intra-op threads in both workers (None: torch's default, one per core). With one core of two busy, a
-    # 2-thread call waits on its slower thread and spread about 1.5x more than a 1-thread call (benchmarks/README.md).
-    threads: int | None = None
+    threads: int | None = None  # torch intra-op threads in both workers (None: torch's default, one per core)
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows

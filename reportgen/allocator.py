@@ -1,0 +1,23 @@
+"""The C allocator's settings a measurement ran under, recorded in every run's environment fingerprint.
+
+They change what a CPU call costs (measured on this project's 2-core VM, benchmarks/README.md "alloc_probe.py"):
+glibc serves an allocation of 32 MiB or more with a fresh ``mmap`` and unmaps it when freed, so a call that makes
+large tensors page-faults them in on every call: 24,579 faults and about 25 of the 33 ms of a default-shape
+``torch.rms_norm`` call there. An allocator that keeps freed memory (glibc told so through ``MALLOC_*_``, or jemalloc
+or tcmalloc preloaded) skips that, so two runs are only comparable with the same settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+RECORDED_PREFIXES = ("MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD", "TCMALLOC_", "JEMALLOC_")
+"""Environment variables that change which allocator runs or how (glibc's ``MALLOC_*_``, jemalloc's
+``MALLOC_CONF``, a preloaded allocator)."""
+
+
+def allocator_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allocator-related variables of ``environ`` (default: this process's), sorted by name."""
+    env = os.environ if environ is None else environ
+    return {k: env[k] for k in sorted(env) if k.startswith(RECORDED_PREFIXES)}

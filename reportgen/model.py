@@ -169,8 +169,9 @@ class Environment:
     torch_threads: int | None = None
     device_name: str | None = None
     load_average_1m: float | None = None  # host load when profiling began: other work skews timings
-    allocator_env: dict[str, str] = field(default_factory=dict)
-    """Allocator settings in the measuring process's environment (``MALLOC_*``, ``LD_PRELOAD`` ...); empty: none."""
+    allocator_env: dict[str, str] | None = None
+    """Allocator settings in the measuring process's environment (``MALLOC_*``, ``LD_PRELOAD`` ...); empty: none set;
+    None: not recorded (runs written before 2026-12-02)."""
     machine: str | None = None  # the user's name for the machine (--machine): history and comparisons key on it
     device_extras: dict[str, str] = field(default_factory=dict)
     """Device-specific facts (``cuda_version``, ``neuronx_cc_version`` ...): each device module declares its own."""

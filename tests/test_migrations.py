@@ -19,7 +19,7 @@ from reportgen.model import SCHEMA_VERSION
 V1_ID = "20261130T050311Z-cpu-base-4be6d1"
 V1_BUNDLE = ROOT / "tests" / "data" / "bundles" / "v1" / V1_ID
 V1_ENVIRONMENT_V2 = {
-    "cpu_count": 2, "cpu_model": "Intel(R) Xeon(R) Processor", "device_extras": {}, "machine": None,
+    "allocator_env": None, "cpu_count": 2, "cpu_model": "Intel(R) Xeon(R) Processor", "device_extras": {}, "machine": None,
     "device_name": "Intel(R) Xeon(R) Processor", "hostname": "vm", "load_average_1m": None,
     "platform": "Linux-6.18.44-fc-v657-x86_64-with-glibc2.36", "python_version": "3.11.7", "torch_threads": 1,
     "torch_version": "2.13.0+cpu",
@@ -129,6 +129,7 @@ def test_stored_v2_bundle_loads_without_a_sweep_and_builds(tmp_path: Path) -> No
     assert run.schema_version == SCHEMA_VERSION and run.sweep == () and run.peak.bandwidth_curve == ()
     assert [v.name for v in run.variants] == ["naive", "fused"] and run.settings.cache_flush_bytes == 0
     stored = json.loads(run_to_json(run))
+    assert stored["environment"].pop("allocator_env") is None  # added since, with default None: not recorded
     assert {k: v for k, v in stored.items() if k not in ("schema_version", "sweep", "peak", "settings")} == {
         k: v for k, v in raw.items() if k not in ("schema_version", "peak", "settings")}
     store = tmp_path / "store"

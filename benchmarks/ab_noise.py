@@ -31,6 +31,9 @@ before and after each group.
     # the same with one background process spinning:
     .venv/bin/python benchmarks/ab_noise.py --aa 20 --per-slowdown 10 --loads busy --blockwise-cases aa \\
         --out benchmarks/results/ab_noise_sessions_busy.json
+    # reportgen ab --threads 1 --clock cpu, the injected extra work self-timed by CPU time too:
+    .venv/bin/python benchmarks/ab_noise.py --aa 10 --per-slowdown 10 --slowdowns 3 --loads busy \
+        --methods interleaved --threads 1 --clock cpu --out benchmarks/results/ab_noise_busy_aa_3pct_cpuclock.json
     # a quick check that it runs (not a result):
     .venv/bin/python benchmarks/ab_noise.py --aa 2 --per-slowdown 1 --slowdowns 10 --shape 4,256 \\
         --max-seconds 10 --out /tmp/ab_noise_smoke.json
@@ -77,6 +80,7 @@ from reportgen.scenario import Scenario, Variant
 
 EXTRA = {fraction!r}
 CHUNK_ROWS = 8
+CLOCK = time.{clock}  # the clock reportgen ab times samples by: the extra work is {pct} % of the call by that clock
 
 
 def make_inputs(shape, dtype, seed, device):
@@ -92,13 +96,13 @@ def naive(x, w):
 
 def fused(x, w):
     dims = (x.shape[-1],)
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     out = torch.rms_norm(x, dims, w, 1e-6)
     if EXTRA:
-        now = time.perf_counter()
+        now = CLOCK()
         stop = now + EXTRA * (now - t0)
         chunk = x.reshape(-1, x.shape[-1])[:CHUNK_ROWS]
-        while time.perf_counter() < stop:
+        while CLOCK() < stop:
             torch.rms_norm(chunk, dims, w, 1e-6)
     return out
 
@@ -119,11 +123,13 @@ SCENARIO = Scenario(
 BUSY = "while True:\n    sum(i * i for i in range(100_000))\n"
 
 
-def make_checkout(parent: Path, name: str, pct: float) -> Path:
-    """A folder holding scenarios/abnoise.py with ``pct`` % extra work in ``fused``."""
+def make_checkout(parent: Path, name: str, pct: float, clock: str = "wall") -> Path:
+    """A folder holding scenarios/abnoise.py with ``pct`` % extra work in ``fused``, self-timed by ``clock``
+    (``wall``: ``time.perf_counter``; ``cpu``: ``time.process_time``, the process's CPU time, as ``ab --clock cpu``)."""
     root = parent / name
     (root / "scenarios").mkdir(parents=True)
-    (root / "scenarios" / f"{SCENARIO_NAME}.py").write_text(SCENARIO.format(pct=pct, fraction=pct / 100.0))
+    timer = "process_time" if clock == "cpu" else "perf_counter"
+    (root / "scenarios" / f"{SCENARIO_NAME}.py").write_text(SCENARIO.format(pct=pct, fraction=pct / 100.0, clock=timer))
     return root
 
 
@@ -174,7 +180,7 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
     proc, wall = reportgen("ab", "--base", str(base), "--head", str(head), "--scenario", SCENARIO_NAME, "--device", "cpu",
                            "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
                            "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
-                           "--max-seconds", str(opts.max_seconds), *_threads(opts),
+                           "--max-seconds", str(opts.max_seconds), *_threads(opts), "--clock", opts.clock,
                            "--format", "json", "--quiet", "--store", str(store))
     if proc.returncode not in (0, 1, 7):
         return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
@@ -262,8 +268,8 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     }
     with tempfile.TemporaryDirectory(prefix="ab_noise-") as tmp:
         work = Path(tmp)
-        base = make_checkout(work, "base", 0.0)
-        heads = {name: make_checkout(work, f"head-{name}", pct) for name, pct, _ in cases}
+        base = make_checkout(work, "base", 0.0, opts.clock)
+        heads = {name: make_checkout(work, f"head-{name}", pct, opts.clock) for name, pct, _ in cases}
         for load in opts.load_list:
             group: dict[str, Any] = {"load": load, "before": machine_state(), "cells": []}
             doc["groups"].append(group)
@@ -325,6 +331,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads for both methods (reportgen ab/profile --threads; default: torch's)")
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="interleaved: reportgen ab --clock; the injected extra work is timed by the same clock")
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
     p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")

@@ -519,6 +519,9 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
                    help="default: the config's, else auto")
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads in both workers (default: torch's), e.g. to match production")
+    p.add_argument("--clock", choices=["wall", "cpu"], default=d.clock,
+                   help="what times a sample: the wall clock (default), or each worker's CPU time (CPU device only; "
+                   "not slowed by other processes taking the core)")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

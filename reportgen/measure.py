@@ -354,8 +354,10 @@ def _calibrate(backend: Backend, fn: Callable[..., Any], args: CallArgs, min_sam
     return max(1, min(1000, math.ceil(min_sample_us / max(one, 1e-3))))
 
 
-def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, calls: int) -> list[float]:
-    """``n`` per-call times in µs, each the mean over ``calls`` back-to-back calls between syncs.
+def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, calls: int,
+             clock: Callable[[], int] = time.perf_counter_ns) -> list[float]:
+    """``n`` per-call times in µs, each the mean over ``calls`` back-to-back calls between syncs, by ``clock``
+    (nanoseconds: the wall clock, or ``time.process_time_ns`` for the CPU time of the whole process).
 
     An in-place variant's fresh inputs for a sample are cloned before its clock starts. On a device
     that flushes its cache (``Backend.cache_flush_bytes``) every sample is one call after a flush,
@@ -367,11 +369,11 @@ def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, c
     for _ in range(n):
         batch = args.batch(calls)
         backend.synchronize()
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         for call_args in batch:
             fn(*call_args)
         backend.synchronize()
-        out.append((time.perf_counter_ns() - t0) / 1000.0 / calls)
+        out.append((clock() - t0) / 1000.0 / calls)
     return out
 
 

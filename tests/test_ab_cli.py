@@ -71,7 +71,7 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     store, out = tmp_path / "store", tmp_path / "comment.md"
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
                    "--shape", "4,64", "--variants", "naive,fused", "--sessions", "6", "--rounds", "2", "--max-seconds", "2",
-                   "--samples", "4", "--threads", "1", "--store", str(store), "--output", str(out), "--quiet",
+                   "--samples", "4", "--threads", "1", "--clock", "cpu", "--store", str(store), "--output", str(out), "--quiet",
                    env={"MALLOC_ARENA_MAX": "2"}, timeout=600)
     assert proc.stderr == "" and proc.stdout == ""
     text = out.read_text()
@@ -87,6 +87,9 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     # both workers ran with the threads asked for (torch's default here is one per core) and the comment says so
     assert base.environment.torch_threads == head.environment.torch_threads == 1
     assert md_escape("1 thread (--threads)") in text
+    # timed by each worker's CPU time: the method says so, and so does each stored run
+    assert md_escape("samples timed by each worker's CPU time (user + system, all its threads)") in text
+    assert all(any("not wall-clock time (reportgen ab --clock cpu)" in n for n in r.notes) for r in (base, head))
     # the allocator setting of the job's environment reached both workers: their fingerprints and the comment say so
     assert base.environment.allocator_env["MALLOC_ARENA_MAX"] == head.environment.allocator_env["MALLOC_ARENA_MAX"] == "2"
     assert md_escape("allocator MALLOC_ARENA_MAX=2") in text

@@ -58,6 +58,7 @@ class FakeWorker:
     warm_status: dict[str, str] = field(default_factory=dict)
     die_at_block: int | None = None
     default_shape: tuple[int, ...] = (4, 8)
+    device: str = "cpu"
     blocks: int = 0
     pending: dict[str, Any] | None = None
     closed: bool = False
@@ -78,7 +79,7 @@ class FakeWorker:
         if self.load_error:
             return {"event": "error", "stage": "load", "message": self.load_error}
         variants = [{"name": n, "description": f"{n} on {self.side}", "compile": False} for n in self.times_us]
-        return {"event": "loaded", "device": "cpu", "time_basis": "cpu", "environment": ENV,
+        return {"event": "loaded", "device": self.device, "time_basis": "cpu", "environment": ENV,
                 "scenario": {"name": "tiny", "description": "a tiny scenario", "default_shape": list(self.default_shape),
                              "default_dtype": "float32", "dtypes": ["float32"], "variants": variants}}
 
@@ -312,6 +313,28 @@ def test_both_sides_load_with_the_threads_asked_for() -> None:
     with pytest.raises(UsageError) as info:
         AbSettings(threads=0).check()
     assert info.value.as_flag_message() == "--threads 0: must be at least 1"
+
+
+def test_the_cpu_clock_is_asked_of_both_workers_and_named_in_the_method() -> None:
+    p = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, clock="cpu"))
+    loads = [msg for _side, cmd, msg in p.log if cmd == "load"]
+    assert len(loads) == 2 * len(p.workers) and all(m["clock"] == "cpu" for m in loads)
+    assert p.result.method.startswith("samples timed by each worker's CPU time (user + system, all its threads), "
+                                      "not the wall clock; median of each side's block of 2 samples")
+    wall = pair({"naive": 100.0}, {"naive": 100.0}, TWO_ROUNDS)
+    assert all(m["clock"] == "wall" for _s, cmd, m in wall.log if cmd == "load")
+    assert "CPU time" not in wall.result.method and wall.result.method.startswith("median of each side's block")
+
+
+def test_the_cpu_clock_is_refused_off_the_cpu_and_a_clock_must_be_known() -> None:
+    with pytest.raises(UsageError) as info:
+        pair({"naive": 1.0}, {"naive": 1.0}, replace(TWO_ROUNDS, clock="cpu"), device="cuda", base_device="cuda")
+    assert info.value.as_flag_message() == ("--clock cpu: times work on the CPU, but this pair runs on cuda; use "
+                                            "--clock wall (or --device cpu)")
+    assert pair({"naive": 1.0}, {"naive": 1.0}, TWO_ROUNDS, device="cuda", base_device="cuda").result.sessions == 6
+    with pytest.raises(UsageError) as info:
+        AbSettings(clock="sundial").check()
+    assert info.value.as_flag_message() == "--clock 'sundial': choose wall or cpu"
 
 
 def test_differing_default_shapes_use_base_and_say_so() -> None:

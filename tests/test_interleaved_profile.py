@@ -118,3 +118,13 @@ def test_a_profile_whose_trace_has_a_device_lane_gets_the_breakdown_an_import_ge
     cpu_only = measure_variants(CpuBackend(), [(Variant("v", "v", _double), tmp_path / "b")], _inputs(), settings,
                                 lambda _m: None)[0].result
     assert cpu_only.breakdown is None  # no device lane: nothing to break down
+
+
+def test_a_sample_is_timed_by_the_clock_it_is_given() -> None:
+    """``_samples`` reads the clock it is handed (the A/B worker's CPU time) once before and once after each
+    sample's calls, and divides by the calls."""
+    readings = iter([0, 4_000, 10_000, 16_000])  # nanoseconds
+    calls: list[int] = []
+    args = measure.CallArgs((torch.ones(4),), fresh=False)
+    samples = measure._samples(CpuBackend(), lambda x: calls.append(1), args, 2, 2, clock=lambda: next(readings))
+    assert samples == [2.0, 3.0] and len(calls) == 4  # µs per call: 4,000 ns / 2 calls, 6,000 ns / 2 calls

@@ -154,7 +154,7 @@ class AbRequest:
             max_seconds=args.max_seconds,
             samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
             dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, variants=variants,
-            device=args.device, threads=args.threads)
+            device=args.device, threads=args.threads, clock=args.clock)
         settings.check()
         return AbRequest(Path(args.base).resolve(), Path(args.head).resolve(), args.scenario, settings,
                          args.output, args.format, store, args.quiet)
@@ -232,8 +232,12 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
         write_bundle(store, dataclasses.replace(
             run, ab=dataclasses.replace(run.ab, partner_run_id=partner),
             notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner}: {len(run.ab.rounds)} rounds "
-                   f"in {result.sessions} sessions",)), {})
+                   f"in {result.sessions} sessions",) + CLOCK_NOTES[result.settings.clock]), {})
     return {side: run.run_id for side, run in runs.items()}
+
+
+CLOCK_NOTES = {"wall": (), "cpu": ("times are the worker process's CPU time per call (user + system, all its threads), "
+                                   "not wall-clock time (reportgen ab --clock cpu)",)}
 
 
 def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git: GitInfo) -> Run:

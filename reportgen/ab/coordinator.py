@@ -144,7 +144,7 @@ class PairResult:
     @property
     def method(self) -> str:
         """The method in words, with this pair's own block settings."""
-        return method_text(self.settings.samples_per_block, self.settings.discard_per_block)
+        return method_text(self.settings.samples_per_block, self.settings.discard_per_block, self.settings.clock)
 
     @property
     def sessions(self) -> int:
@@ -330,7 +330,7 @@ def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
     for side in SIDES:
         try:
             workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device,
-                                 "threads": settings.threads})
+                                 "threads": settings.threads, "clock": settings.clock})
             sent[side] = None
         except WorkerFailed as exc:
             sent[side] = exc
@@ -347,6 +347,9 @@ def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
     if len(devices) > 1:
         raise UsageError(f"device: the two sides chose different devices "
                          f"({', '.join(sorted(str(d) for d in devices))}); choose one", field="device")
+    if settings.clock == "cpu" and devices - {"cpu"}:
+        raise UsageError(f"clock cpu: times work on the CPU, but this pair runs on {devices.pop()}; use --clock wall "
+                         "(or --device cpu)", field="clock")
     return out
 
 

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from reportgen.errors import UsageError
 
+CLOCKS = ("wall", "cpu")
+"""What times a sample: the wall clock, or the worker process's CPU time (CPU device only)."""
+
 
 @dataclass(frozen=True)
 class AbSettings:
@@ -33,6 +36,7 @@ class AbSettings:
     variants: tuple[str, ...] | None = None  # None: every variant of either side
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads in both workers (None: torch's default, one per core)
+    clock: str = "wall"  # "wall", or "cpu": each sample timed by the worker's CPU time (user + system, all threads)
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows
@@ -50,6 +54,8 @@ class AbSettings:
                              field="rounds")
         if not self.max_seconds > 0:
             raise UsageError(f"max_seconds {self.max_seconds:g}: must be positive", field="max_seconds")
+        if self.clock not in CLOCKS:
+            raise UsageError(f"clock {self.clock!r}: choose {' or '.join(CLOCKS)}", field="clock")
         from reportgen.scenario import check_threads
 
         check_threads(self.threads)

@@ -7,7 +7,7 @@ reportgen itself is the coordinator's: it is imported before the path changes.
 
 Protocol (one JSON object per line; the worker answers every command with one line):
 
-- ``{"cmd": "load", "root": DIR, "scenario": REF, "device": "auto"}`` ->
+- ``{"cmd": "load", "root": DIR, "scenario": REF, "device": "auto", "threads": N|null, "clock": "wall"|"cpu"}`` ->
   ``{"event": "loaded", "scenario": {...}, "device": ..., "environment": {...}}``
 - ``{"cmd": "warm", "shape": [..], "dtype": "float32", "seed": 0, "variants": [..], "warmup": 3}`` ->
   ``{"event": "warm", "variants": {name: {"status", "error", "first_call_us", "calls_per_sample", ...}}}``:
@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,7 @@ class _State:
     fns: dict[str, Callable[..., Any]] = field(default_factory=dict)
     call_args: dict[str, CallArgs] = field(default_factory=dict)
     args: tuple[Any, ...] = ()
+    clock: Callable[[], int] = time.perf_counter_ns  # what times a sample (the load command may choose CPU time)
 
 
 def _enter_checkout(root: Path) -> None:
@@ -107,6 +109,7 @@ def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     backend = select_backend(msg.get("device", "auto"))
     if msg.get("threads"):
         torch.set_num_threads(int(msg["threads"]))
+    state.clock = time.process_time_ns if msg.get("clock") == "cpu" else time.perf_counter_ns
     state.root, state.scenario, state.backend = root, scenario, backend
     env = fingerprint(torch, backend.device_name(), backend.environment_extras())
     return {
@@ -183,7 +186,8 @@ def _block(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, list[float]] = {}
     with torch.no_grad():
         for name, calls in msg["calls"].items():
-            out[name] = _samples(backend, state.fns[name], state.call_args[name], discard + n, int(calls))[discard:]
+            out[name] = _samples(backend, state.fns[name], state.call_args[name], discard + n, int(calls),
+                                 clock=state.clock)[discard:]
     return {"event": "block", "samples_us": out}
 
 

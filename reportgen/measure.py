@@ -361,7 +361,8 @@ def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, c
 
     An in-place variant's fresh inputs for a sample are cloned before its clock starts. On a device
     that flushes its cache (``Backend.cache_flush_bytes``) every sample is one call after a flush,
-    the flush outside the clock.
+    the flush outside the clock, timed by the device's own clock (never the CPU's: ``ab --clock cpu`` is refused
+    off the CPU).
     """
     if backend.cache_flush_bytes():
         return _flushed_samples(backend, fn, args, n)

@@ -32,7 +32,7 @@ before and after each group.
     .venv/bin/python benchmarks/ab_noise.py --aa 20 --per-slowdown 10 --loads busy --blockwise-cases aa \\
         --out benchmarks/results/ab_noise_sessions_busy.json
     # reportgen ab --threads 1 --clock cpu, the injected extra work self-timed by CPU time too:
-    .venv/bin/python benchmarks/ab_noise.py --aa 10 --per-slowdown 10 --slowdowns 3 --loads busy \
+    .venv/bin/python benchmarks/ab_noise.py --aa 10 --per-slowdown 10 --slowdowns 3 --loads busy \\
         --methods interleaved --threads 1 --clock cpu --out benchmarks/results/ab_noise_busy_aa_3pct_cpuclock.json
     # a quick check that it runs (not a result):
     .venv/bin/python benchmarks/ab_noise.py --aa 2 --per-slowdown 1 --slowdowns 10 --shape 4,256 \\
@@ -57,7 +57,7 @@ from typing import Any
 
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
-from reportgen.ab.settings import AbSettings
+from reportgen.ab.settings import CLOCKS, AbSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_NAME = "abnoise"
@@ -331,7 +331,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads for both methods (reportgen ab/profile --threads; default: torch's)")
-    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+    p.add_argument("--clock", choices=CLOCKS, default=defaults.clock,
                    help="interleaved: reportgen ab --clock; the injected extra work is timed by the same clock")
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen import __version__, devices
-from reportgen.ab.settings import AbSettings
+from reportgen.ab.settings import CLOCKS, AbSettings
 from reportgen.errors import ConfigError, ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.terminal import terminal_safe
 
@@ -519,7 +519,7 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
                    help="default: the config's, else auto")
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads in both workers (default: torch's), e.g. to match production")
-    p.add_argument("--clock", choices=["wall", "cpu"], default=d.clock,
+    p.add_argument("--clock", choices=CLOCKS, default=d.clock,
                    help="what times a sample: the wall clock (default), or each worker's CPU time (CPU device only; "
                    "not slowed by other processes taking the core)")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")

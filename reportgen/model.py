@@ -171,7 +171,7 @@ class Environment:
     load_average_1m: float | None = None  # host load when profiling began: other work skews timings
     allocator_env: dict[str, str] | None = None
     """Allocator settings in the measuring process's environment (``MALLOC_*``, ``LD_PRELOAD`` ...); empty: none set;
-    None: not recorded (runs written before 2026-12-02)."""
+    None: not recorded (runs written by versions without this field)."""
     machine: str | None = None  # the user's name for the machine (--machine): history and comparisons key on it
     device_extras: dict[str, str] = field(default_factory=dict)
     """Device-specific facts (``cuda_version``, ``neuronx_cc_version`` ...): each device module declares its own."""

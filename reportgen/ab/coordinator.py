@@ -347,8 +347,9 @@ def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
     if len(devices) > 1:
         raise UsageError(f"device: the two sides chose different devices "
                          f"({', '.join(sorted(str(d) for d in devices))}); choose one", field="device")
-    if settings.clock == "cpu" and devices - {"cpu"}:
-        raise UsageError(f"clock cpu: times work on the CPU, but this pair runs on {devices.pop()}; use --clock wall "
+    off_cpu = sorted(str(d) for d in devices - {"cpu"})
+    if settings.clock == "cpu" and off_cpu:
+        raise UsageError(f"clock cpu: times work on the CPU, but this pair runs on {off_cpu[0]}; use --clock wall "
                          "(or --device cpu)", field="clock")
     return out
 

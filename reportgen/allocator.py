@@ -4,7 +4,9 @@ They change what a CPU call costs (measured on this project's 2-core VM, benchma
 glibc serves an allocation of 32 MiB or more with a fresh ``mmap`` and unmaps it when freed, so a call that makes
 large tensors page-faults them in on every call: 24,579 faults and about 25 of the 33 ms of a default-shape
 ``torch.rms_norm`` call there. An allocator that keeps freed memory (glibc told so through ``MALLOC_*_``, or jemalloc
-or tcmalloc preloaded) skips that, so two runs are only comparable with the same settings.
+or tcmalloc preloaded) skips that, so two runs are only comparable with the same settings. torch's own
+``THP_MEM_ALLOC_ENABLE=1`` (2 MiB-aligned CPU allocations advised as transparent huge pages) cut those faults about
+fifteenfold where THP is in ``madvise`` mode (benchmarks/README.md, "alloc_probe.py"), so it is recorded too.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-RECORDED_PREFIXES = ("MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD", "TCMALLOC_", "JEMALLOC_")
+RECORDED_PREFIXES = ("MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD", "TCMALLOC_", "JEMALLOC_", "THP_MEM_ALLOC_ENABLE")
 """Environment variables that change which allocator runs or how (glibc's ``MALLOC_*_``, jemalloc's
-``MALLOC_CONF``, a preloaded allocator)."""
+``MALLOC_CONF``, a preloaded allocator, torch's huge-page switch for CPU allocations)."""
 
 
 def allocator_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:

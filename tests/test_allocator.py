@@ -18,10 +18,11 @@ from reportgen.site.pages import write_run_page
 def test_only_allocator_variables_are_recorded_sorted() -> None:
     env = {"PATH": "/bin", "MALLOC_ARENA_MAX": "2", "LD_PRELOAD": "/usr/lib/libjemalloc.so.2", "MALLOC_CONF": "a:1",
            "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1", "TCMALLOC_RELEASE_RATE": "0", "XMALLOC_": "no",
-           "HOME": "/root"}
+           "HOME": "/root", "THP_MEM_ALLOC_ENABLE": "1", "THP_OTHER": "x"}
     assert list(allocator.allocator_env(env).items()) == [
         ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=1"), ("LD_PRELOAD", "/usr/lib/libjemalloc.so.2"),
-        ("MALLOC_ARENA_MAX", "2"), ("MALLOC_CONF", "a:1"), ("TCMALLOC_RELEASE_RATE", "0")]
+        ("MALLOC_ARENA_MAX", "2"), ("MALLOC_CONF", "a:1"), ("TCMALLOC_RELEASE_RATE", "0"),
+        ("THP_MEM_ALLOC_ENABLE", "1")]
 
 
 def test_the_fingerprint_records_the_allocator_settings(monkeypatch: pytest.MonkeyPatch) -> None:

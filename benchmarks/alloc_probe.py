@@ -40,6 +40,7 @@ SETTINGS: dict[str, dict[str, str]] = {
     "kept": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)},
     "thp": {"THP_MEM_ALLOC_ENABLE": "1"},
 }
+SETTING_VARS = {name for variables in SETTINGS.values() for name in variables}
 
 CHILD = r'''
 import json, resource, statistics, sys, time
@@ -77,22 +78,20 @@ print(json.dumps(out))
 
 
 def one_process(setting: str, threads: int) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k not in {n for s in SETTINGS.values() for n in s}}
-    env.update(SETTINGS[setting])
+    env = {k: v for k, v in os.environ.items() if k not in SETTING_VARS} | SETTINGS[setting]
     proc = subprocess.run([sys.executable, "-c", CHILD, str(threads)], capture_output=True, text=True, env=env,
                           check=True, timeout=600)
-    return {"setting": setting, "keep_freed_memory": setting == "kept", **json.loads(proc.stdout)}
+    return {"setting": setting, **json.loads(proc.stdout)}
 
 
 def summarize(rows: list[dict[str, Any]], settings: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in settings:
-        mine = [r for r in rows if r.get("setting", "kept" if r["keep_freed_memory"] else "default") == name]
+        mine = [r for r in rows if r["setting"] == name]
         for key in ("naive_ms", "fused_ms", "fused_cpu_ms", "mul_fresh_ms", "mul_into_ms", "fused_faults_per_call"):
-            values = [r[key] for r in mine if key in r]
-            if values:
-                out[f"{name}_{key}"] = {"median": round(statistics.median(values), 3), "min": min(values),
-                                       "max": max(values)}
+            values = [r[key] for r in mine]
+            out[f"{name}_{key}"] = {"median": round(statistics.median(values), 3), "min": min(values),
+                                   "max": max(values)}
     return out
 
 

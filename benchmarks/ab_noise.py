@@ -58,6 +58,7 @@ from typing import Any
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
 from reportgen.ab.settings import CLOCKS, AbSettings
+from reportgen.allocator import allocator_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_NAME = "abnoise"
@@ -264,6 +265,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         "command": " ".join(shlex.quote(a) for a in sys.argv),
         "machine": {"hostname": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version()},
         "settings": {k: v for k, v in vars(opts).items() if k not in ("out", "slowdown_list", "blockwise_cases")},
+        "allocator_env": allocator_env(os.environ),  # what the workers inherit (e.g. THP_MEM_ALLOC_ENABLE=1)
         "groups": [],
     }
     with tempfile.TemporaryDirectory(prefix="ab_noise-") as tmp:

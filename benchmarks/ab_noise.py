@@ -182,6 +182,7 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
                            "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
                            "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
                            "--max-seconds", str(opts.max_seconds), *_threads(opts), "--clock", opts.clock,
+                           *(["--huge-pages"] if opts.huge_pages else []),
                            "--format", "json", "--quiet", "--store", str(store))
     if proc.returncode not in (0, 1, 7):
         return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
@@ -335,6 +336,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="torch intra-op threads for both methods (reportgen ab/profile --threads; default: torch's)")
     p.add_argument("--clock", choices=CLOCKS, default=defaults.clock,
                    help="interleaved: reportgen ab --clock; the injected extra work is timed by the same clock")
+    p.add_argument("--huge-pages", action="store_true",
+                   help="interleaved: reportgen ab --huge-pages (THP_MEM_ALLOC_ENABLE=1 in both workers)")
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
     p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")

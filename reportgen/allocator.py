@@ -12,7 +12,9 @@ fifteenfold where THP is in ``madvise`` mode (benchmarks/README.md, "alloc_probe
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
 RECORDED_PREFIXES = ("MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD", "TCMALLOC_", "JEMALLOC_", "THP_MEM_ALLOC_ENABLE")
 """Environment variables that change which allocator runs or how (glibc's ``MALLOC_*_``, jemalloc's
@@ -23,3 +25,23 @@ def allocator_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allocator-related variables of ``environ`` (default: this process's), sorted by name."""
     env = os.environ if environ is None else environ
     return {k: env[k] for k in sorted(env) if k.startswith(RECORDED_PREFIXES)}
+
+
+THP_ENABLED_FILE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+"""Where Linux says whether a process may get transparent huge pages: ``always``, ``madvise`` (when asked, as
+torch's allocator does with ``THP_MEM_ALLOC_ENABLE=1``) or ``never``; the selected one in brackets."""
+
+
+def thp_mode(text: str) -> str | None:
+    """The selected mode in that file's text (``"always [madvise] never"`` -> ``"madvise"``); None if none is."""
+    found = re.search(r"\[([a-z+]+)\]", text)
+    return found.group(1) if found else None
+
+
+def read_thp_mode(path: Path = THP_ENABLED_FILE) -> str | None:
+    """This kernel's transparent huge page mode; None where the file is missing or unreadable (not Linux, or a
+    kernel without THP)."""
+    try:
+        return thp_mode(path.read_text(encoding="utf-8"))
+    except OSError:
+        return None

@@ -522,6 +522,9 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clock", choices=CLOCKS, default=d.clock,
                    help="what times a sample: the wall clock (default), or each worker's CPU time (CPU device only; "
                    "not slowed by other processes taking the core)")
+    p.add_argument("--huge-pages", action="store_true",
+                   help="CPU: both workers' torch allocator takes transparent huge pages for large tensors "
+                   "(THP_MEM_ALLOC_ENABLE=1): far fewer page faults per call; see docs/ab-testing.md")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -217,3 +217,47 @@ def test_bad_arguments_are_one_line_exit_2(tmp_path: Path, extra: list[str], mes
     code = main(["ab", "--base", str(tmp_path), "--head", str(tmp_path), *extra])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("mode, refused", [("madvise", None), ("always", None),
+                                           ("never", "(/sys/kernel/mm/transparent_hugepage/enabled says never)"),
+                                           (None, "(no /sys/kernel/mm/transparent_hugepage/enabled)")])
+def test_huge_pages_are_refused_where_the_kernel_gives_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str], mode: str | None,
+                                                            refused: str | None) -> None:
+    from reportgen.ab import command
+    from reportgen.cli import main
+
+    monkeypatch.setattr(command, "read_thp_mode", lambda: mode)
+    if refused is None:
+        command.check_huge_pages(mode)
+        return
+    code = main(["ab", "--base", str(tmp_path), "--head", str(tmp_path), "--huge-pages", "--store", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"--huge-pages: this machine gives no transparent huge pages on request {refused}; drop it" in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_huge_pages_reach_the_workers_environment_and_their_fingerprint(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variable is set in the workers only (torch reads it at its first allocation), and each worker records it."""
+    import os
+
+    from reportgen.ab.command import ProcessWorker, worker_environment
+    from reportgen.ab.settings import AbSettings
+
+    monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")
+    assert worker_environment(AbSettings(), os.environ) is None  # inherit, unchanged
+    env = worker_environment(AbSettings(huge_pages=True), os.environ)
+    assert env is not None and env["THP_MEM_ALLOC_ENABLE"] == "1" and env["PATH"] == os.environ["PATH"]
+    assert os.environ["THP_MEM_ALLOC_ENABLE"] == "0"  # this process's own environment untouched
+    checkout(tmp_path / "c", "base")
+    worker = ProcessWorker("base", env=env)
+    try:
+        worker.send({"cmd": "load", "root": str(tmp_path / "c"), "scenario": "tiny", "device": "cpu",
+                     "threads": None, "clock": "wall"})
+        reply = worker.receive()
+    finally:
+        worker.close()
+    assert reply["event"] == "loaded" and reply["environment"]["allocator_env"] == {"THP_MEM_ALLOC_ENABLE": "1"}

@@ -337,6 +337,22 @@ def test_the_cpu_clock_is_refused_off_the_cpu_and_a_clock_must_be_known() -> Non
     assert info.value.as_flag_message() == "--clock 'sundial': choose wall or cpu"
 
 
+def test_huge_pages_are_named_in_the_method_and_the_stored_runs_and_refused_off_the_cpu(tmp_path: Path) -> None:
+    huge = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, huge_pages=True)).result
+    assert huge.method.startswith("torch's large CPU allocations in transparent huge pages in both workers "
+                                  "(THP_MEM_ALLOC_ENABLE=1); median of each side's block")
+    ids = store_pair(huge, COMMITS, tmp_path)
+    for run_id in ids.values():
+        notes = load_run(tmp_path / run_id).notes
+        assert len(notes) == 2 and notes[1].startswith("both workers ran with THP_MEM_ALLOC_ENABLE=1 (reportgen ab "
+                                                       "--huge-pages)")
+    assert "huge pages" not in pair({"naive": 100.0}, {"naive": 100.0}, TWO_ROUNDS).result.method
+    with pytest.raises(UsageError) as info:
+        pair({"naive": 1.0}, {"naive": 1.0}, replace(TWO_ROUNDS, huge_pages=True), device="cuda", base_device="cuda")
+    assert info.value.as_flag_message() == ("--huge-pages: changes torch's CPU allocations, but this pair runs on "
+                                            "cuda; drop it (or --device cpu)")
+
+
 def test_differing_default_shapes_use_base_and_say_so() -> None:
     p = pair({"naive": 1.0}, {"naive": 1.0}, default_shape=(8, 8))
     result, log = p.result, p.log

@@ -49,3 +49,15 @@ def test_the_run_page_shows_the_allocator_settings_escaped(tmp_path: Path) -> No
     plain = write_synthetic(tmp_path / "store2", run)
     write_run_page(load_run(plain), plain, tmp_path / "page2")
     assert "allocator" not in (tmp_path / "page2" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("text, mode", [("always [madvise] never\n", "madvise"), ("[always] madvise never", "always"),
+                                        ("always madvise [never]", "never"), ("", None), ("always madvise never", None)])
+def test_the_kernels_thp_mode_is_the_bracketed_one(text: str, mode: str | None) -> None:
+    assert allocator.thp_mode(text) == mode
+
+
+def test_a_missing_thp_file_reads_as_no_mode(tmp_path: Path) -> None:
+    assert allocator.read_thp_mode(tmp_path / "absent") is None
+    (tmp_path / "enabled").write_text("always [madvise] never\n")
+    assert allocator.read_thp_mode(tmp_path / "enabled") == "madvise"

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import queue
 import secrets
 import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,8 +38,9 @@ from reportgen.ab.coordinator import (
     coordinate,
 )
 from reportgen.ab.pairstats import AbVerdict, median
-from reportgen.ab.settings import AbSettings
+from reportgen.ab.settings import HUGE_PAGES_ENV, AbSettings
 from reportgen.ab.worker import scenario_path
+from reportgen.allocator import THP_ENABLED_FILE, read_thp_mode
 from reportgen.bundle import new_run, write_bundle
 from reportgen.codec import from_jsonable, to_jsonable
 from reportgen.environment import git_info
@@ -74,11 +77,12 @@ STDERR_TAIL_CHARS = 400
 class ProcessWorker:
     """``python -m reportgen.ab.worker`` as a child process; replies read by a thread so a hang times out."""
 
-    def __init__(self, side: str, timeout_s: float = REPLY_TIMEOUT_S) -> None:
+    def __init__(self, side: str, timeout_s: float = REPLY_TIMEOUT_S, env: Mapping[str, str] | None = None) -> None:
         self.side, self.timeout_s = side, timeout_s
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "reportgen.ab.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8")
+                                     stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8",
+                                     env=None if env is None else dict(env))
         self._lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
 
@@ -154,8 +158,10 @@ class AbRequest:
             max_seconds=args.max_seconds,
             samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
             dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, variants=variants,
-            device=args.device, threads=args.threads, clock=args.clock)
+            device=args.device, threads=args.threads, clock=args.clock, huge_pages=args.huge_pages)
         settings.check()
+        if settings.huge_pages:
+            check_huge_pages(read_thp_mode())
         return AbRequest(Path(args.base).resolve(), Path(args.head).resolve(), args.scenario, settings,
                          args.output, args.format, store, args.quiet)
 
@@ -193,14 +199,29 @@ def _scenario_present(root: Path, ref: str) -> bool:
         return True
 
 
+def check_huge_pages(mode: str | None) -> None:
+    """Refuse --huge-pages where this kernel gives no transparent huge pages on request (``mode``: its THP mode)."""
+    if mode in ("always", "madvise"):
+        return
+    where = f"{THP_ENABLED_FILE} says {mode}" if mode else f"no {THP_ENABLED_FILE}"
+    raise UsageError(f"huge_pages: this machine gives no transparent huge pages on request ({where}); drop it, or "
+                     "set that file to madvise", field="huge_pages")
+
+
+def worker_environment(settings: AbSettings, environ: Mapping[str, str]) -> dict[str, str] | None:
+    """The workers' environment: ``environ`` with ``HUGE_PAGES_ENV`` for --huge-pages; None (inherit) otherwise."""
+    return {**environ, **HUGE_PAGES_ENV} if settings.huge_pages else None
+
+
 def _measure(request: AbRequest, roots: dict[str, Path]) -> PairResult:
-    return coordinate(_spawn_pair, {s: str(r) for s, r in roots.items()}, request.scenario, request.settings,
-                      progress=None if request.quiet else _progress)
+    env = worker_environment(request.settings, os.environ)
+    return coordinate(lambda: _spawn_pair(env), {s: str(r) for s, r in roots.items()}, request.scenario,
+                      request.settings, progress=None if request.quiet else _progress)
 
 
-def _spawn_pair() -> dict[str, Worker]:
-    """One session's workers: a fresh process per side."""
-    return {side: ProcessWorker(side) for side in SIDES}
+def _spawn_pair(env: Mapping[str, str] | None = None) -> dict[str, Worker]:
+    """One session's workers: a fresh process per side (``env``: their environment; None inherits this one's)."""
+    return {side: ProcessWorker(side, env=env) for side in SIDES}
 
 
 def _progress(message: str) -> None:
@@ -232,8 +253,16 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
         write_bundle(store, dataclasses.replace(
             run, ab=dataclasses.replace(run.ab, partner_run_id=partner),
             notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner}: {len(run.ab.rounds)} rounds "
-                   f"in {result.sessions} sessions",) + CLOCK_NOTES[result.settings.clock]), {})
+                   f"in {result.sessions} sessions",) + setting_notes(result.settings)), {})
     return {side: run.run_id for side, run in runs.items()}
+
+
+def setting_notes(settings: AbSettings) -> tuple[str, ...]:
+    """What a run bundle of the pair says about how its times were taken, beyond the method."""
+    huge = (f"both workers ran with {' '.join(f'{k}={v}' for k, v in HUGE_PAGES_ENV.items())} (reportgen ab "
+            "--huge-pages): torch's large CPU allocations in transparent huge pages, so they page-fault far less "
+            "than by default",) if settings.huge_pages else ()
+    return CLOCK_NOTES[settings.clock] + huge
 
 
 CLOCK_NOTES = {"wall": (), "cpu": ("times are the worker process's CPU time per call (user + system, all its threads), "

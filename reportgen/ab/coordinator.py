@@ -144,7 +144,8 @@ class PairResult:
     @property
     def method(self) -> str:
         """The method in words, with this pair's own block settings."""
-        return method_text(self.settings.samples_per_block, self.settings.discard_per_block, self.settings.clock)
+        s = self.settings
+        return method_text(s.samples_per_block, s.discard_per_block, s.clock, s.huge_pages)
 
     @property
     def sessions(self) -> int:
@@ -351,6 +352,9 @@ def _load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
     if settings.clock == "cpu" and off_cpu:
         raise UsageError(f"clock cpu: times work on the CPU, but this pair runs on {off_cpu[0]}; use --clock wall "
                          "(or --device cpu)", field="clock")
+    if settings.huge_pages and off_cpu:
+        raise UsageError(f"huge_pages: changes torch's CPU allocations, but this pair runs on {off_cpu[0]}; drop it "
+                         "(or --device cpu)", field="huge_pages")
     return out
 
 

@@ -57,13 +57,15 @@ MIN_SESSIONS_FOR_INTERVAL = 6
 """The fewest values with a 95 % signed-rank interval (with 5, even the extreme values cover only 93.8 %)."""
 
 
-def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall") -> str:
+def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False) -> str:
     """How a pair measured with these block settings is judged, in words (stored with the runs, shown in the comment)."""
     untimed = f" after {discard_per_block} untimed" if discard_per_block else ""
     noun = "sample" if samples_per_block == 1 else "samples"
     timed = ("samples timed by each worker's CPU time (user + system, all its threads), not the wall clock; "
              if clock == "cpu" else "")
-    return (f"{timed}median of each side's block of {samples_per_block} {noun}{untimed} per variant per round, ratio "
+    huge = ("torch's large CPU allocations in transparent huge pages in both workers (THP_MEM_ALLOC_ENABLE=1); "
+            if huge_pages else "")
+    return (f"{timed}{huge}median of each side's block of {samples_per_block} {noun}{untimed} per variant per round, ratio "
             "head/base per round, rounds in ABBA order; each session (a fresh pair of worker processes) gives the "
             "median of its rounds' ratios; Wilcoxon signed-rank 95 % interval (Hodges-Lehmann, exact null "
             "distribution) for the centre of the logs of the sessions' ratios")

@@ -12,6 +12,10 @@ from reportgen.errors import UsageError
 
 CLOCKS = ("wall", "cpu")
 """What times a sample: the wall clock, or the worker process's CPU time (CPU device only)."""
+HUGE_PAGES_ENV = {"THP_MEM_ALLOC_ENABLE": "1"}
+"""What ``--huge-pages`` sets in both workers' environment: torch's CPU allocator then aligns its large allocations
+to 2 MiB and asks the kernel for transparent huge pages for them (``madvise``), one page fault per 2 MiB instead
+of per 4 KiB."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class AbSettings:
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads in both workers (None: torch's default, one per core)
     clock: str = "wall"  # "wall", or "cpu": each sample timed by the worker's CPU time (user + system, all threads)
+    huge_pages: bool = False  # CPU: both workers' torch allocator asks for transparent huge pages (HUGE_PAGES_ENV)
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows

@@ -223,6 +223,15 @@ def test_an_inconclusive_comment_says_it_is_not_no_change_and_how_to_narrow_it()
     text = render_ab_markdown(result, COMMITS, None)
     assert ('Inconclusive is not "no change": an interval still straddles ±5 % after 16 sessions (stopped: time '
             "budget; `--max-seconds 100`). A longer budget or a quieter machine narrows the intervals") in text
+    hint = ("On a CPU shared with other work, `--threads 1 --huge-pages` gave verdicts where the defaults stayed "
+            "inconclusive")
+    assert hint in text
+    tried = pair({"naive": 100.0}, {"naive": 100.0}, replace(settings, threads=1, huge_pages=True),
+                 process=lambda s: 1.12 if s % 2 else 1.0).result
+    assert tried.verdict is AbVerdict.INCONCLUSIVE and hint not in render_ab_markdown(tried, COMMITS, None)
+    on_gpu = pair({"naive": 100.0}, {"naive": 100.0}, settings, process=lambda s: 1.12 if s % 2 else 1.0,
+                  device="cuda", base_device="cuda").result
+    assert on_gpu.verdict is AbVerdict.INCONCLUSIVE and hint not in render_ab_markdown(on_gpu, COMMITS, None)
     decided = pair({"naive": 100.0}, {"naive": 100.0}, TWO_ROUNDS).result
     assert decided.verdict is AbVerdict.NO_CHANGE and "Inconclusive is not" not in render_ab_markdown(decided, COMMITS, None)
 

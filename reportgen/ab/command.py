@@ -399,6 +399,8 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "warm_s": MdSafe(f"{result.warm_s:.1f} s"),
         "stop": result.stop_reason,
         "still_inconclusive": verdict is AbVerdict.INCONCLUSIVE and not failed,
+        "cpu_hint": (result.base.device or result.head.device) == "cpu"
+        and not (result.settings.threads == 1 and result.settings.huge_pages),
         "budget": MdSafe(f"{result.settings.max_seconds:g}"),
         "threshold": MdSafe(f"{result.settings.threshold_pct:g} %"),
         "max_noise": MdSafe(f"{max(max(s.base_noise_pct, s.head_noise_pct) for s in measured):.1f} %")

@@ -21,6 +21,7 @@ import yaml
 from conftest import ROOT
 from user_repo_kit import ADD_RMSNORM, git, write_user_package
 
+from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
 from reportgen.ci import ACTION_SCRIPT
 from reportgen.ci.comment import GitHub, post_or_update
 from reportgen.compare import MARKER
@@ -76,6 +77,10 @@ def test_this_repositorys_workflow_uses_the_local_action() -> None:
     modes = {job: next(s["with"]["mode"] for s in wf["jobs"][job]["steps"] if s.get("uses") == "./")
              for job in uses}
     assert modes == {"profile-and-build": "push", "compare": "pull-request"}
+    compare = next(s for s in wf["jobs"]["compare"]["steps"] if s.get("uses") == "./")
+    # on the hosted CPU runner the flags measured for a shared CPU, on a self-hosted one the repository's variable
+    flags = " ".join(SHARED_CPU_RUNNER_ARGS)
+    assert compare["with"]["ab-args"] == "${{ vars.REPORTGEN_RUNNER == '' && '" + flags + "' || vars.REPORTGEN_AB_ARGS }}"
 
 
 def test_script_is_valid_bash() -> None:

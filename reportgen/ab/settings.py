@@ -16,6 +16,10 @@ HUGE_PAGES_ENV = {"THP_MEM_ALLOC_ENABLE": "1"}
 """What ``--huge-pages`` sets in both workers' environment: torch's CPU allocator then aligns its large allocations
 to 2 MiB and asks the kernel for transparent huge pages for them (``madvise``), one page fault per 2 MiB instead
 of per 4 KiB."""
+SHARED_CPU_RUNNER_ARGS = ("--threads", "1", "--huge-pages")
+"""The ``reportgen ab`` flags for a CPU shared with other work (a hosted CI runner): with them, under load on
+reportgen's 2-core VM, a 10 % slowdown was detected in every pair and no unchanged variant was called a
+regression, where the defaults mostly answered *inconclusive* (docs/ab-testing.md, "On a shared CPU runner")."""
 
 
 @dataclass(frozen=True)

@@ -515,6 +515,9 @@ def _add_ab(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the base scenario's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variants", default=None, help="comma-separated subset of variants")
+    p.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
+                   help="a scenario parameter in both workers (repeatable), e.g. --param eps=1e-5 (default: the "
+                   "config's params, else the scenario's own defaults)")
     p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default=None,
                    help="default: the config's, else auto")
     p.add_argument("--threads", type=int, default=None,
@@ -540,7 +543,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         args.threshold = config.threshold_pct
     if args.device is None:
         args.device = config.device
-    return run_ab_command(args, config.store)
+    return run_ab_command(args, config.store, config.params)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, and turn every ReportgenError into one line on stderr."""

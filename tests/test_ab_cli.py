@@ -264,3 +264,43 @@ def test_huge_pages_reach_the_workers_environment_and_their_fingerprint(tmp_path
     finally:
         worker.close()
     assert reply["event"] == "loaded" and reply["environment"]["allocator_env"] == {"THP_MEM_ALLOC_ENABLE": "1"}
+
+
+PARAM_TINY = TINY.replace("from reportgen.scenario import Scenario, Variant",
+                          "from reportgen.scenario import Param, Scenario, Variant").replace(
+    '''def make_inputs(shape, dtype, seed, device):
+    gen = torch.Generator().manual_seed(seed)
+''', '''def make_inputs(shape, dtype, seed, device, params):
+    if params["scale"] == 3.0:
+        raise ValueError(f"scale {params['scale']} is not supported")
+    gen = torch.Generator().manual_seed(seed)
+''').replace('''    flops_per_call=lambda shape: 4 * shape[0] * shape[1],
+)''', '''    flops_per_call=lambda shape: 4 * shape[0] * shape[1],
+    params=(Param("scale", float, 1.0, "a value make_inputs checks"),),
+)''')
+
+
+def test_scenario_parameters_reach_both_workers_from_the_flag_and_the_config(tmp_path: Path) -> None:
+    """A scenario that declares parameters gets them in make_inputs (as `reportgen profile` gives them): the config's
+    default, overridden by --param; each stored run records the value, and a bad value is the user's error."""
+    for side in ("base", "head"):
+        checkout(tmp_path / side, side, scenario=PARAM_TINY)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "reportgen.toml").write_text('params = { scale = "2" }\n')
+    common = ["ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
+              "--shape", "4,64", "--variants", "fused", "--sessions", "6", "--rounds", "2", "--max-seconds", "2",
+              "--threads", "1", "--quiet"]
+    proc = run_cli(*common, "--store", str(tmp_path / "s1"), "--output", str(tmp_path / "c.md"), cwd=work)
+    assert proc.returncode in (0, 7), proc.stderr  # measured: no change or inconclusive, never a failure
+    base, head = load_store(tmp_path / "s1")
+    assert base.scenario.parameters["scale"] == head.scenario.parameters["scale"] == "2.0"  # the config's default
+    # --param overrides it; 3.0 makes the scenario's make_inputs raise: its file and line are named
+    proc = run_cli(*common, "--param", "scale=3", "--store", str(tmp_path / "s2"), cwd=work)
+    assert proc.returncode == 3 and "> The **base** side failed (compile/warm-up)" in proc.stdout.replace("\\", "")
+    assert "failed in warm: ValueError: scale 3.0 is not supported (at tiny.py:11)" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "s2").exists()
+    # a parameter the scenario does not declare: one line naming it and what is declared
+    proc = run_cli(*common, "--param", "nope=1", "--store", str(tmp_path / "s3"), cwd=work)
+    assert proc.returncode == 3
+    assert "--param nope: scenario 'tiny' declares no such parameter (it declares: scale)" in proc.stderr

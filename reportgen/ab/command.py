@@ -43,6 +43,7 @@ from reportgen.ab.worker import scenario_path
 from reportgen.allocator import THP_ENABLED_FILE, read_thp_mode
 from reportgen.bundle import new_run, write_bundle
 from reportgen.codec import from_jsonable, to_jsonable
+from reportgen.config import parse_param_flags
 from reportgen.environment import git_info
 from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
 from reportgen.model import (
@@ -146,7 +147,7 @@ class AbRequest:
     quiet: bool
 
     @staticmethod
-    def from_cli(args: argparse.Namespace, store: Path) -> AbRequest:
+    def from_cli(args: argparse.Namespace, store: Path, param_defaults: Mapping[str, str] | None = None) -> AbRequest:
         for field, value in (("base", args.base), ("head", args.head)):
             if not Path(value).is_dir():
                 raise UsageError(f"{field} {value}: not a folder; give the checkout to measure", field=field)
@@ -158,7 +159,9 @@ class AbRequest:
             max_seconds=args.max_seconds,
             samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
             dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, variants=variants,
-            device=args.device, threads=args.threads, clock=args.clock, huge_pages=args.huge_pages)
+            device=args.device, threads=args.threads, clock=args.clock, huge_pages=args.huge_pages,
+            params=tuple(sorted(parse_param_flags(args.param).items())),
+            param_defaults=tuple(sorted((param_defaults or {}).items())))
         settings.check()
         if settings.huge_pages:
             check_huge_pages(read_thp_mode())
@@ -166,9 +169,9 @@ class AbRequest:
                          args.output, args.format, store, args.quiet)
 
 
-def run_ab_command(args: argparse.Namespace, store: Path) -> int:
-    """The whole command; returns the exit code."""
-    request = AbRequest.from_cli(args, store)
+def run_ab_command(args: argparse.Namespace, store: Path, param_defaults: Mapping[str, str] | None = None) -> int:
+    """The whole command; returns the exit code. ``param_defaults``: the working folder's config ``params``."""
+    request = AbRequest.from_cli(args, store, param_defaults)
     roots = {"base": request.base, "head": request.head}
     present = {side: _scenario_present(root, request.scenario) for side, root in roots.items()}
     if not any(present.values()):
@@ -283,7 +286,7 @@ def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git
         created, DeviceKind(report.device or "unknown"), f"A/B {side}", RunSource.PROFILE, pair_id, git=git,
         environment=env, peak=DevicePeak(None, None, "not measured by reportgen ab"),
         scenario=ScenarioInfo(report.scenario_name or "", report.scenario_description,
-                              {"shape": shape, "dtype": result.dtype or "", "seed": str(s.seed)}),
+                              {"shape": shape, "dtype": result.dtype or "", "seed": str(s.seed), **report.params}),
         variants=tuple(_variant_result(report, name, rounds, measured) for name in report.variants),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=len(result.rounds) * s.samples_per_block,
                                  calls_per_sample=0, profile_wait=0, profile_warmup=0, profile_active=0))

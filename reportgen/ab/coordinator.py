@@ -92,6 +92,7 @@ class SideReport:
     default_dtype: str = "float32"
     dtypes: tuple[str, ...] = ()
     descriptions: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)  # the scenario parameters the side measured with, shown
     error: str | None = None
     error_stage: str | None = None
 
@@ -409,10 +410,11 @@ def _warm(worker: Worker, report: SideReport, shape: tuple[int, ...], dtype: str
                         f"for dtype {dtype}; it has {', '.join(report.dtypes) or 'none'}")
     try:
         reply = _request(worker, {"cmd": "warm", "shape": list(shape), "dtype": dtype, "seed": settings.seed,
-                                  "variants": wanted, "warmup": settings.warmup, "brief": brief})
+                                  "variants": wanted, "warmup": settings.warmup, "brief": brief,
+                                  "params": dict(settings.params), "param_defaults": dict(settings.param_defaults)})
     except WorkerFailed as exc:
         return _replace(report, error=exc.message, error_stage=exc.stage)
-    return _replace(report, variants=dict(reply["variants"]))
+    return _replace(report, variants=dict(reply["variants"]), params=dict(reply.get("params") or {}))
 
 
 def _replace(report: SideReport, **changes: Any) -> SideReport:

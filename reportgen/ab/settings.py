@@ -46,6 +46,8 @@ class AbSettings:
     threads: int | None = None  # torch intra-op threads in both workers (None: torch's default, one per core)
     clock: str = "wall"  # "wall", or "cpu": each sample timed by the worker's CPU time (user + system, all threads)
     huge_pages: bool = False  # CPU: both workers' torch allocator asks for transparent huge pages (HUGE_PAGES_ENV)
+    params: tuple[tuple[str, str], ...] = ()  # --param NAME=VALUE: each side's scenario must declare NAME
+    param_defaults: tuple[tuple[str, str], ...] = ()  # the config's params: used where a side's scenario declares them
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows

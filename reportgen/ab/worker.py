@@ -136,7 +136,8 @@ def _warm(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     assert sc is not None and backend is not None, "load before warm"
     shape = tuple(int(d) for d in msg["shape"])
     dtype = getattr(torch, msg["dtype"])
-    state.args = sc.make_inputs(shape, dtype, int(msg.get("seed", 0)), backend.torch_device())
+    params = sc.resolve_params(dict(msg.get("params") or {}), dict(msg.get("param_defaults") or {}), flag="--param")
+    state.args = sc.make(shape, dtype, int(msg.get("seed", 0)), backend.torch_device(), params)
     reference = sc.reference(*state.args)
     itemsize = torch.empty((), dtype=dtype).element_size()
     common = {"bytes_per_call": sc.bytes_per_call(shape, itemsize), "flops_per_call": sc.flops_per_call(shape)}
@@ -145,7 +146,7 @@ def _warm(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     for variant in sc.variants:
         if variant.name in wanted:
             out[variant.name] = {**common, **_warm_variant(state, variant, reference, sc, msg)}
-    return {"event": "warm", "variants": out}
+    return {"event": "warm", "variants": out, "params": {p.name: p.show(params[p.name]) for p in sc.params}}
 
 
 def _warm_variant(state: _State, variant: Variant, reference: Any, sc: Scenario, msg: dict[str, Any]) -> dict[str, Any]:

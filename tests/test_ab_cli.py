@@ -295,6 +295,7 @@ def test_scenario_parameters_reach_both_workers_from_the_flag_and_the_config(tmp
     assert proc.returncode in (0, 7), proc.stderr  # measured: no change or inconclusive, never a failure
     base, head = load_store(tmp_path / "s1")
     assert base.scenario.parameters["scale"] == head.scenario.parameters["scale"] == "2.0"  # the config's default
+    assert "Scenario **tiny** (shape 4\\,64, float32, scale\\=2\\.0) on **cpu**" in (tmp_path / "c.md").read_text()
     # --param overrides it; 3.0 makes the scenario's make_inputs raise: its file and line are named
     proc = run_cli(*common, "--param", "scale=3", "--store", str(tmp_path / "s2"), cwd=work)
     assert proc.returncode == 3 and "> The **base** side failed (compile/warm-up)" in proc.stdout.replace("\\", "")
@@ -304,3 +305,12 @@ def test_scenario_parameters_reach_both_workers_from_the_flag_and_the_config(tmp
     proc = run_cli(*common, "--param", "nope=1", "--store", str(tmp_path / "s3"), cwd=work)
     assert proc.returncode == 3
     assert "--param nope: scenario 'tiny' declares no such parameter (it declares: scale)" in proc.stderr
+
+
+def test_the_comment_names_each_sides_parameters_where_they_differ() -> None:
+    from reportgen.ab.command import _params_text
+
+    assert _params_text({}, {}) == ""
+    assert _params_text({"eps": "1e-05", "dim": "-1"}, {"dim": "-1", "eps": "1e-05"}) == "dim=-1, eps=1e-05"
+    assert _params_text({"eps": "1e-05"}, {"eps": "1e-06"}) == "base eps=1e-05; head eps=1e-06"
+    assert _params_text({}, {"eps": "1e-06"}) == "eps=1e-06"  # a side that failed before warming reports none

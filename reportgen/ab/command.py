@@ -272,6 +272,16 @@ CLOCK_NOTES = {"wall": (), "cpu": ("times are the worker process's CPU time per 
                                    "not wall-clock time (reportgen ab --clock cpu)",)}
 
 
+def _params_text(base: Mapping[str, str], head: Mapping[str, str]) -> str:
+    """The scenario parameters both sides measured with (``eps=1e-05, dim=-1``); each side's where they differ."""
+    def show(params: Mapping[str, str]) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+    if base and head and base != head:
+        return f"base {show(base)}; head {show(head)}"
+    return show(head or base)
+
+
 def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git: GitInfo) -> Run:
     """One side of a measured pair as a Run (made by the bundle's ``new_run``): every round's samples in ``ab``,
     all of them in each variant; ``store_pair`` fills in the partner's run id."""
@@ -390,6 +400,7 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "scenario": result.head.scenario_name or result.base.scenario_name or "",
         "shape": ",".join(str(d) for d in result.shape or ()),
         "dtype": result.dtype or "",
+        "params": _params_text(result.base.params, result.head.params),
         "device": result.base.device or result.head.device or "",
         "machine": _machine(result.base if result.base.environment else result.head, result.settings.threads is not None),
         "base_commit": _commit(commits["base"]),
@@ -445,6 +456,7 @@ def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, s
         "warm_s": result.warm_s,
         "shape": list(result.shape or ()),
         "dtype": result.dtype,
+        "params": {"base": result.base.params, "head": result.head.params},
         "commits": {s: to_jsonable(g) for s, g in commits.items()},
         "failed_sides": [{"side": s.side, "stage": s.error_stage, "error": s.error} for s in result.failed_sides],
         "variants": [{"name": v.name, "kind": v.kind.value, "verdict": v.verdict.value if v.verdict else None,

@@ -4,6 +4,7 @@ flags over environment over file over defaults, and a bad value as one line nami
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,14 +175,16 @@ def test_ab_takes_threshold_and_device_defaults_from_the_config(tmp_path: Path, 
 
     import reportgen.ab.command
 
-    seen: list[tuple[argparse.Namespace, Path]] = []
-    monkeypatch.setattr(reportgen.ab.command, "run_ab_command", lambda args, store: seen.append((args, store)) or 0)
+    seen: list[tuple[argparse.Namespace, Path, Any]] = []
+    monkeypatch.setattr(reportgen.ab.command, "run_ab_command",
+                        lambda args, store, params: seen.append((args, store, params)) or 0)
     monkeypatch.chdir(tmp_path)
     for var in ("REPORTGEN_STORE", "REPORTGEN_DEVICE"):
         monkeypatch.delenv(var, raising=False)
-    write(tmp_path / "reportgen.toml", 'threshold = 12\ndevice = "cpu"\nstore = "st"\n')
+    write(tmp_path / "reportgen.toml", 'threshold = 12\ndevice = "cpu"\nstore = "st"\nparams = { eps = "1e-5" }\n')
     assert main(["ab", "--base", ".", "--head", "."]) == 0
     assert main(["ab", "--base", ".", "--head", ".", "--threshold", "3", "--device", "auto"]) == 0
-    (first, store), (second, _) = seen
+    (first, store, params), (second, _, _) = seen
     assert (first.threshold, first.device, store) == (12.0, "cpu", tmp_path.resolve() / "st")
+    assert dict(params) == {"eps": "1e-5"}  # the scenario parameters' defaults, for both workers
     assert (second.threshold, second.device) == (3.0, "auto")

@@ -38,7 +38,7 @@ from reportgen.ab.coordinator import (
     coordinate,
 )
 from reportgen.ab.pairstats import AbVerdict, median
-from reportgen.ab.settings import HUGE_PAGES_ENV, AbSettings
+from reportgen.ab.settings import HUGE_PAGES_ENV, HUGE_PAGES_TEXT, SHARED_CPU_RUNNER_ARGS, AbSettings
 from reportgen.ab.worker import scenario_path
 from reportgen.allocator import THP_ENABLED_FILE, read_thp_mode
 from reportgen.bundle import new_run, write_bundle
@@ -262,7 +262,7 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
 
 def setting_notes(settings: AbSettings) -> tuple[str, ...]:
     """What a run bundle of the pair says about how its times were taken, beyond the method."""
-    huge = (f"both workers ran with {' '.join(f'{k}={v}' for k, v in HUGE_PAGES_ENV.items())} (reportgen ab "
+    huge = (f"both workers ran with {HUGE_PAGES_TEXT} (reportgen ab "
             "--huge-pages): torch's large CPU allocations in transparent huge pages, so they page-fault far less "
             "than by default",) if settings.huge_pages else ()
     return CLOCK_NOTES[settings.clock] + huge
@@ -413,8 +413,8 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "warm_s": MdSafe(f"{result.warm_s:.1f} s"),
         "stop": result.stop_reason,
         "still_inconclusive": verdict is AbVerdict.INCONCLUSIVE and not failed,
-        "cpu_hint": (result.base.device or result.head.device) == "cpu"
-        and not (result.settings.threads == 1 and result.settings.huge_pages),
+        "cpu_hint": MdSafe(" ".join(SHARED_CPU_RUNNER_ARGS)) if (result.base.device or result.head.device) == "cpu"
+        and not (result.settings.threads == 1 and result.settings.huge_pages) else "",  # not already run with them
         "budget": MdSafe(f"{result.settings.max_seconds:g}"),
         "threshold": MdSafe(f"{result.settings.threshold_pct:g} %"),
         "max_noise": MdSafe(f"{max(max(s.base_noise_pct, s.head_noise_pct) for s in measured):.1f} %")

@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from reportgen.ab.settings import HUGE_PAGES_ENV
+from reportgen.ab.settings import HUGE_PAGES_TEXT
 
 CONFIDENCE = 0.95
 MIN_SESSIONS_FOR_INTERVAL = 6
@@ -66,7 +66,7 @@ def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wa
     timed = ("samples timed by each worker's CPU time (user + system, all its threads), not the wall clock; "
              if clock == "cpu" else "")
     huge = ("torch's large CPU allocations in transparent huge pages in both workers "
-            f"({' '.join(f'{k}={v}' for k, v in HUGE_PAGES_ENV.items())}); " if huge_pages else "")
+            f"({HUGE_PAGES_TEXT}); " if huge_pages else "")
     return (f"{timed}{huge}median of each side's block of {samples_per_block} {noun}{untimed} per variant per round, ratio "
             "head/base per round, rounds in ABBA order; each session (a fresh pair of worker processes) gives the "
             "median of its rounds' ratios; Wilcoxon signed-rank 95 % interval (Hodges-Lehmann, exact null "

@@ -16,6 +16,8 @@ HUGE_PAGES_ENV = {"THP_MEM_ALLOC_ENABLE": "1"}
 """What ``--huge-pages`` sets in both workers' environment: torch's CPU allocator then aligns its large allocations
 to 2 MiB and asks the kernel for transparent huge pages for them (``madvise``), one page fault per 2 MiB instead
 of per 4 KiB."""
+HUGE_PAGES_TEXT = " ".join(f"{k}={v}" for k, v in HUGE_PAGES_ENV.items())
+"""``HUGE_PAGES_ENV`` as the method text and the stored runs' notes name it."""
 SHARED_CPU_RUNNER_ARGS = ("--threads", "1", "--huge-pages")
 """The ``reportgen ab`` flags for a CPU shared with other work (a hosted CI runner): with them, under load on
 reportgen's 2-core VM, a 10 % slowdown was detected in 30 of 30 pairs and none of 120 unchanged-variant verdicts

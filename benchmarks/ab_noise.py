@@ -58,7 +58,7 @@ from typing import Any
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
 from reportgen.ab.settings import CLOCKS, AbSettings
-from reportgen.allocator import allocator_env
+from reportgen.devices.allocator import allocator_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_NAME = "abnoise"
@@ -77,7 +77,7 @@ import time
 
 import torch
 
-from reportgen.scenario import Scenario, Variant
+from reportgen.scenario.loader import Scenario, Variant
 
 EXTRA = {fraction!r}
 CHUNK_ROWS = 8

@@ -7,7 +7,7 @@ sessions for two interval methods and counts the verdicts:
 - ``sign``: the sign-test interval for the median of the session ratios (binomial order
   statistics), which ``reportgen ab`` used up to this change;
 - ``signed_rank``: the Wilcoxon signed-rank (Hodges-Lehmann) interval on the logs of the
-  session ratios, which ``reportgen ab`` uses now (``reportgen.ab.pairstats.session_interval``).
+  session ratios, which ``reportgen ab`` uses now (``reportgen.analysis.paired.session_interval``).
 
 Replay: from the sixth session on, after each session both variants are judged; the pair stops
 at the first session count where no variant is inconclusive, else at the last recorded session.
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from reportgen.ab.pairstats import MIN_SESSIONS_FOR_INTERVAL, median, session_interval, verdict_for
+from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, median, session_interval, verdict_for
 
 Interval = Callable[[Sequence[float]], tuple[float, float, float, float]]
 

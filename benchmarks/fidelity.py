@@ -27,10 +27,10 @@ import torch
 import torch.utils.benchmark as tub
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
+from reportgen.analysis.stats import summarize
 from reportgen.devices.cpu import CpuBackend
-from reportgen.measure import MeasureSettingsIn, VariantInputs, measure_variant
-from reportgen.scenario import load_scenario, parse_shape
-from reportgen.stats import summarize
+from reportgen.profile.measure import MeasureSettingsIn, VariantInputs, measure_variant
+from reportgen.scenario.loader import load_scenario, parse_shape
 
 TARGET_RATIO_DEVIATION = 0.10
 

@@ -84,8 +84,8 @@ import json, resource, sys, time, tempfile
 from pathlib import Path
 mode, path = sys.argv[1], Path(sys.argv[2])
 sys.path.insert(0, sys.argv[3])
-from reportgen.trace import read_trace
-from reportgen.importer import ImportRequest, import_run
+from reportgen.traces.reader import read_trace
+from reportgen.traces.importer import ImportRequest, import_run
 before = resource.getrusage(resource.RUSAGE_SELF)
 t0 = time.perf_counter()
 if mode == "json_load":

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from reportgen import __version__, devices
 from reportgen.ab.settings import CLOCKS, AbSettings
 from reportgen.errors import ConfigError, ExitCode, ReportgenError, ScenarioError, UsageError
-from reportgen.terminal import terminal_safe
+from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
     from reportgen.config import Config
-    from reportgen.profile import ProfileRequest
-    from reportgen.scenario import Scenario
+    from reportgen.profile.command import ProfileRequest
+    from reportgen.scenario.loader import Scenario
 
 DEFAULT_SCENARIO = "rmsnorm"
 """What ``reportgen profile`` runs when neither --scenario nor the config names a scenario."""
@@ -247,7 +247,7 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from reportgen.neuron.doctor import run_doctor
+    from reportgen.devices.neuron.doctor import run_doctor
 
     return run_doctor(args)
 
@@ -261,12 +261,11 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     """Validate every ``profile`` argument before profiling starts; errors name the flag and the fix."""
     import dataclasses
 
-    from reportgen.bundle import check_label, check_store
     from reportgen.config import load_config
     from reportgen.devices import import_torch
-    from reportgen.measure import MeasureSettingsIn
-    from reportgen.profile import ProfileRequest
-    from reportgen.scenario import (
+    from reportgen.profile.command import ProfileRequest
+    from reportgen.profile.measure import MeasureSettingsIn
+    from reportgen.scenario.loader import (
         check_input_size,
         check_seed,
         check_threads,
@@ -274,6 +273,7 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
         parse_dtype,
         parse_shape,
     )
+    from reportgen.store.bundle import check_label, check_store
 
     import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
     config = config or load_config(flags={"store": store})
@@ -321,7 +321,7 @@ def _sweep_of(flag: str | None, config: Config, scenario: Scenario, dtype: str =
 
     A config ``sweep = "default"`` skips scenarios that declare no default sweep (it is set for them all).
     """
-    from reportgen.scenario import check_input_size, parse_sweep
+    from reportgen.scenario.loader import check_input_size, parse_sweep
 
     def checked(text: str) -> tuple[tuple[int, ...], ...]:
         shapes = parse_sweep(text, scenario)
@@ -346,7 +346,7 @@ def _sweep_params_of(flags: list[str] | None, config: Config, scenario: Scenario
                      ) -> tuple[tuple[str, tuple[object, ...]], ...]:
     """``--sweep-param`` values (else the config's ``sweep_params`` this scenario declares), at most
     MAX_SWEEP_POINTS points in all with the sweep's ``shapes``."""
-    from reportgen.scenario import MAX_SWEEP_POINTS, parse_sweep_params
+    from reportgen.scenario.loader import MAX_SWEEP_POINTS, parse_sweep_params
 
     if flags:
         swept = parse_sweep_params(flags, scenario)
@@ -374,7 +374,7 @@ def _check_at_least(flag: str, value: int | None, minimum: int) -> None:
 
 def _cmd_profile(args: argparse.Namespace) -> int:
     from reportgen.config import parse_param_flags
-    from reportgen.profile import run_profile
+    from reportgen.profile.command import run_profile
 
     args.param_values = parse_param_flags(args.param)
     config = _config(args, store=args.store, device=args.device, machine=args.machine, baseline=args.baseline,
@@ -386,31 +386,31 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _config_scenario_names(config: Config) -> list[str]:
-    from reportgen.scenario import scenario_files
+    from reportgen.scenario.loader import scenario_files
 
     return [str(path) for path in scenario_files(config.scenarios).values()]
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
-    from reportgen.runs import RunsRequest, print_runs
+    from reportgen.store.runs import RunsRequest, print_runs
 
     config = _config(args, store=args.store, machine=args.machine)
     return print_runs(RunsRequest(config.store, args.scenario, args.machine, args.all))
 
 
 def _cmd_rm(args: argparse.Namespace) -> int:
-    from reportgen.runs import RemoveRequest, remove_command
+    from reportgen.store.runs import RemoveRequest, remove_command
 
     return remove_command(RemoveRequest(_store(args), args.run, args.reason, args.scenario, args.machine))
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
-    from reportgen.scenario_list import print_scenarios
+    from reportgen.scenario.listing import print_scenarios
 
     config = _config(args)
     if args.names:
         from reportgen.config import printable
-        from reportgen.scenario import scenario_files
+        from reportgen.scenario.loader import scenario_files
 
         for name in list(scenario_files(config.scenarios)) or [DEFAULT_SCENARIO]:
             print(printable(name))
@@ -426,7 +426,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
-    from reportgen.initcmd import InitRequest, run_init
+    from reportgen.ci.init import InitRequest, run_init
 
     return run_init(InitRequest(args.dir, args.action_ref))
 
@@ -441,7 +441,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from reportgen.compare import CompareRequest, OutputFormat, run_compare, valid_site_url
+    from reportgen.compare.command import CompareRequest, OutputFormat, run_compare, valid_site_url
 
     if args.threshold is not None and (not math.isfinite(args.threshold) or args.threshold < 0):
         raise UsageError(f"--threshold {args.threshold!r}: must be a finite number of percent >= 0")
@@ -457,15 +457,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
-    from reportgen.publish import PublishRequest, run_publish_command
+    from reportgen.site.publish import PublishRequest, run_publish_command
 
     return run_publish_command(PublishRequest(site=args.site, repo=args.repo, branch=args.branch,
                                               remote=args.remote, push=args.push))
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from reportgen.bundle import check_label
-    from reportgen.importer import ImportRequest, run_import_command
+    from reportgen.store.bundle import check_label
+    from reportgen.traces.importer import ImportRequest, run_import_command
 
     check_label(args.label or "")
     request = ImportRequest(Path(args.path), args.label or "", args.device or "auto")

@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_TRACES = Path(os.environ.get("REPORTGEN_SHARED_TRACES") or ROOT.parent / "shared" / "traces")
-"""Real traces recorded by others (../shared/traces/ beside the checkout; a worktree elsewhere sets the variable)."""
+REAL_TRACES_DIR = ROOT / "tests" / "data" / "traces"
+"""Real Kineto traces recorded by others (provenance and licence: its README.md)."""
+NEURON_CAPTURES_DIR = ROOT / "tests" / "data" / "neuron"
+"""Real outputs of Neuron tools recorded by others on trn1, trn2 and inf2 (provenance and licence: its README.md)."""
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".cache" / "inductor"))
 os.environ.setdefault("MPLBACKEND", "Agg")

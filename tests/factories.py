@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reportgen.bundle import write_bundle
-from reportgen.model import (
+from reportgen.model.run import (
     SCHEMA_VERSION,
     Correctness,
     DeviceKind,
@@ -24,6 +23,7 @@ from reportgen.model import (
     VariantResult,
     VariantStatus,
 )
+from reportgen.store.bundle import write_bundle
 
 NAIVE_OPS = (
     OpRow("aten::mul", 3, 300.0, 300.0, 0.0, 0.0, "[[4, 64], [4, 64]]"),
@@ -119,7 +119,7 @@ def write_synthetic(store: Path, run: Run) -> Path:
 def fail_in_round(monkeypatch: Any, fn: Any, round_no: int) -> dict[str, int]:
     """Make ``measure._samples`` raise "out of memory (simulated)" on ``fn``'s ``round_no``-th block (deterministic,
     no timing); the other blocks run for real. Returns the counter of ``fn``'s blocks."""
-    from reportgen import measure
+    from reportgen.profile import measure
 
     real_samples, blocks = measure._samples, {"blocks": 0}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from factories import chrome_trace, synthetic_run, variant
 
-from reportgen.model import OpRow, Run, VariantStatus
+from reportgen.model.run import OpRow, Run, VariantStatus
 
 # A payload that executes sets window.__pwned; one that loads sets nothing but makes a request to port 1.
 PAYLOADS = (

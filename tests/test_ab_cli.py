@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from reportgen.bundle import load_store
-from reportgen.mdtext import md_escape
+from reportgen.store.bundle import load_store
+from reportgen.text.markdown import md_escape
 
 TINY = '''"""A tiny RMSNorm for A/B tests; its description names the checkout whose package it imported."""
 import torch
 
 from abpkg import SIDE
-from reportgen.scenario import Scenario, Variant
+from reportgen.scenario.loader import Scenario, Variant
 
 print("a scenario that prints on import")  # must not corrupt the worker's protocol on stdout
 
@@ -266,8 +266,8 @@ def test_huge_pages_reach_the_workers_environment_and_their_fingerprint(tmp_path
     assert reply["event"] == "loaded" and reply["environment"]["allocator_env"] == {"THP_MEM_ALLOC_ENABLE": "1"}
 
 
-PARAM_TINY = TINY.replace("from reportgen.scenario import Scenario, Variant",
-                          "from reportgen.scenario import Param, Scenario, Variant").replace(
+PARAM_TINY = TINY.replace("from reportgen.scenario.loader import Scenario, Variant",
+                          "from reportgen.scenario.loader import Param, Scenario, Variant").replace(
     '''def make_inputs(shape, dtype, seed, device):
     gen = torch.Generator().manual_seed(seed)
 ''', '''def make_inputs(shape, dtype, seed, device, params):

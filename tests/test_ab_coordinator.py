@@ -13,13 +13,13 @@ import pytest
 
 from reportgen.ab.command import ab_json, render_ab_markdown, render_scenario_only, store_pair
 from reportgen.ab.coordinator import PairResult, SideFailed, VariantKind, coordinate
-from reportgen.ab.pairstats import AbVerdict
 from reportgen.ab.settings import AbSettings
-from reportgen.bundle import load_run, load_store
-from reportgen.codec import to_jsonable
+from reportgen.analysis.paired import AbVerdict
 from reportgen.errors import ExitCode, UsageError
-from reportgen.mdtext import md_escape
-from reportgen.model import Environment, GitInfo
+from reportgen.model.codec import to_jsonable
+from reportgen.model.run import Environment, GitInfo
+from reportgen.store.bundle import load_run, load_store
+from reportgen.text.markdown import md_escape
 
 ENV = to_jsonable(Environment(hostname="testhost", platform="Linux", python_version="3.11.7", cpu_model="Test CPU",
                               cpu_count=2, torch_version="2.13.0", torch_threads=2, device_name="Test CPU"))

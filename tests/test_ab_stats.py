@@ -1,4 +1,4 @@
-"""reportgen.ab.pairstats and reportgen.ab.drift on synthetic rounds and sessions whose statistics are known exactly."""
+"""reportgen.analysis.paired and reportgen.analysis.drift on synthetic rounds and sessions whose statistics are known exactly."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import pytest
 from factories import synthetic_run, variant
 
-from reportgen.ab.drift import (
+from reportgen.analysis.drift import (
     compare_after_the_fact,
     consecutive_ratios,
     history_medians,
@@ -17,7 +17,7 @@ from reportgen.ab.drift import (
     not_interleaved_note,
     widen_for_drift,
 )
-from reportgen.ab.pairstats import (
+from reportgen.analysis.paired import (
     AbVerdict,
     SessionRounds,
     median,

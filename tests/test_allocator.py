@@ -9,10 +9,11 @@ from types import SimpleNamespace
 import pytest
 from factories import synthetic_run, write_synthetic
 
-from reportgen import allocator, environment
-from reportgen.bundle import load_run
-from reportgen.mdtext import md_escape
+from reportgen.devices import allocator
+from reportgen.devices import host as environment
 from reportgen.site.pages import write_run_page
+from reportgen.store.bundle import load_run
+from reportgen.text.markdown import md_escape
 
 
 def test_only_allocator_variables_are_recorded_sorted() -> None:

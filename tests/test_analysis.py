@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 import pytest
 from factories import NAIVE_OPS, synthetic_run, variant
 
-from reportgen import analysis
+from reportgen.analysis import views as analysis
 from reportgen.devices.lanes import Lane
-from reportgen.model import OpRow, Run, TimeBasis, VariantResult, VariantStatus
+from reportgen.model.run import OpRow, Run, TimeBasis, VariantResult, VariantStatus
 
 
 def test_op_breakdown_on_cpu_uses_cpu_times_sorted_with_exact_shares() -> None:
@@ -117,7 +117,7 @@ def test_history_groups_never_mix_unlike_runs() -> None:
 
 @dataclass(frozen=True)
 class Ev:
-    """A minimal stand-in for reportgen.trace.TraceEvent."""
+    """A minimal stand-in for reportgen.traces.reader.TraceEvent."""
 
     name: str
     lane: str

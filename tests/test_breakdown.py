@@ -1,4 +1,4 @@
-"""Breakdowns (reportgen.breakdown): every figure of every shared trace recomputed here from the raw JSON.
+"""Breakdowns (reportgen.traces.breakdown): every figure of every real trace recomputed here from the raw JSON.
 
 The reference below is a separate, deliberately plain implementation: gzip + json, an
 elementary-segment sweep over all interval boundaries, brute-force searches. It does not call
@@ -19,24 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import REAL_TRACES_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reportgen.breakdown import (
-    MAX_STORED_STEPS,
-    STEP_PARTS,
-    TraceBreakdown,
-    WorkKind,
-    breakdown_view,
-    build_breakdown,
-    rank_summary,
-    step_spread,
-)
-from reportgen.optable import build_op_table
-from reportgen.trace import read_trace, read_trace_bytes
+from reportgen.analysis.breakdown import breakdown_view, rank_summary
+from reportgen.model.breakdown import MAX_STORED_STEPS, STEP_PARTS, TraceBreakdown, WorkKind
+from reportgen.traces.breakdown import build_breakdown, step_spread
+from reportgen.traces.optable import build_op_table
+from reportgen.traces.reader import read_trace, read_trace_bytes
 
-REAL_TRACES = sorted(SHARED_TRACES.glob("*.json.gz"))
+REAL_TRACES = sorted(REAL_TRACES_DIR.glob("*.json.gz"))
 HOST_CATS = {"cpu_op", "user_annotation", "python_function"}
 WORK_CATS = {"kernel": "compute", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 STEP_RE = re.compile(r"ProfilerStep#\d+")
@@ -205,7 +198,7 @@ def _close(a: float, b: float) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Every shared trace
+# Every real trace
 
 
 def _ours(path: Path) -> TraceBreakdown:
@@ -360,10 +353,10 @@ def test_unlinked_device_work_has_an_unknown_idle_cause_and_no_launcher() -> Non
 def test_import_stores_the_breakdown_in_run_json(tmp_path: Path) -> None:
     from datetime import datetime, timezone
 
-    from reportgen.bundle import load_run
-    from reportgen.importer import ImportRequest, import_run
+    from reportgen.store.bundle import load_run
+    from reportgen.traces.importer import ImportRequest, import_run
 
-    folder = import_run(ImportRequest(SHARED_TRACES), tmp_path / "store", now=datetime(2026, 12, 1, tzinfo=timezone.utc))
+    folder = import_run(ImportRequest(REAL_TRACES_DIR), tmp_path / "store", now=datetime(2026, 12, 1, tzinfo=timezone.utc))
     run = load_run(folder)
     stored = {v.name: v.breakdown for v in run.variants}
     assert stored == {p.name.removesuffix(".trace.json.gz"): _ours(p) for p in REAL_TRACES}

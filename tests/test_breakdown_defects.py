@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.bundle import load_run
 from reportgen.errors import TraceError
-from reportgen.importer import ImportRequest, import_run
-from reportgen.model import DeviceKind, TimeBasis
-from reportgen.optable import UNATTRIBUTED_ROW, build_op_table
-from reportgen.trace import read_trace_bytes
+from reportgen.model.run import DeviceKind, TimeBasis
+from reportgen.store.bundle import load_run
+from reportgen.traces.importer import ImportRequest, import_run
+from reportgen.traces.optable import UNATTRIBUTED_ROW, build_op_table
+from reportgen.traces.reader import read_trace_bytes
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 

@@ -8,13 +8,13 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from conftest import SHARED_TRACES
+from conftest import REAL_TRACES_DIR
 
 from reportgen import site
-from reportgen.analysis import run_view
-from reportgen.bundle import load_run
-from reportgen.importer import ImportRequest, import_run
-from reportgen.render import fmt_pct, fmt_us
+from reportgen.analysis.views import run_view
+from reportgen.render.jinja import fmt_pct, fmt_us
+from reportgen.store.bundle import load_run
+from reportgen.traces.importer import ImportRequest, import_run
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -29,7 +29,7 @@ def _build(src: Path, tmp_path: Path) -> tuple[str, str, Path]:
 
 
 def test_a_folder_of_shared_traces_shows_ranks_steps_and_kernels(tmp_path: Path) -> None:
-    page, md, folder = _build(SHARED_TRACES, tmp_path)
+    page, md, folder = _build(REAL_TRACES_DIR, tmp_path)
     run = load_run(folder)
     crit = run.variant("critical_path")
     assert crit is not None and crit.breakdown is not None

@@ -1,6 +1,6 @@
 """The built site in headless Chromium, served under a sub-path as GitHub Pages serves ``/<repo>/``.
 
-The site is built from two real CPU profiles plus every trace in ../shared/traces/ imported, served on
+The site is built from two real CPU profiles plus every trace in tests/data/traces/ imported, served on
 loopback at ``/myrepo/`` and crawled from its front page: every page loads without console errors or
 failed requests, every image decodes with a non-zero size, every internal reference answers 200, every
 HTML page of the site is reached, and no script runs. Screenshots of the index and of one run page are
@@ -30,12 +30,12 @@ from browser import (
     serve,
     serve_site,
 )
-from conftest import ROOT, SHARED_TRACES, run_cli
+from conftest import ROOT, REAL_TRACES_DIR, run_cli
 from factories import chrome_trace, synthetic_run, write_synthetic
 
-from reportgen.bundle import list_run_dirs, load_run
-from reportgen.model import RunSource
+from reportgen.model.run import RunSource
 from reportgen.site import build_site
+from reportgen.store.bundle import list_run_dirs, load_run
 
 pytestmark = pytest.mark.browser
 
@@ -61,11 +61,11 @@ class Crawled:
 
 
 def _build_real_site(store: Path, work: Path) -> Path:
-    """Copy the real store, import every shared trace into it, build with --base-url /myrepo/."""
+    """Copy the real store, import every real trace into it, build with --base-url /myrepo/."""
     mine = work / "store"
     shutil.copytree(store, mine)
-    traces = sorted(SHARED_TRACES.glob("*.json.gz"))
-    assert traces, f"no traces in {SHARED_TRACES}"
+    traces = sorted(REAL_TRACES_DIR.glob("*.json.gz"))
+    assert traces, f"no traces in {REAL_TRACES_DIR}"
     for trace in traces:
         proc = run_cli("import", str(trace), "--store", str(mine), "--label", f"imported {trace.name}")
         assert proc.returncode == 0, proc.stderr

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from factories import synthetic_run, write_synthetic
 
-from reportgen.bundle import (
+from reportgen.errors import BundleError, ConflictError
+from reportgen.model.run import SCHEMA_VERSION, DeviceKind, RunSource
+from reportgen.store.bundle import (
     artifact_member,
     format_utc,
     load_run,
@@ -21,8 +23,6 @@ from reportgen.bundle import (
     slug,
     trace_member,
 )
-from reportgen.errors import BundleError, ConflictError
-from reportgen.model import SCHEMA_VERSION, DeviceKind, RunSource
 
 
 def test_round_trip_is_exact(tmp_path: Path) -> None:

@@ -140,8 +140,8 @@ def test_profile_summary_shows_escapes_visibly(tmp_path: Path, capsys: pytest.Ca
 
     from factories import synthetic_run, variant
 
-    from reportgen.model import VariantStatus
-    from reportgen.profile import _print_summary
+    from reportgen.model.run import VariantStatus
+    from reportgen.profile.command import _print_summary
 
     failed = dataclasses.replace(variant(f"broken{ESCAPES}", 1.0, status=VariantStatus.FAILED),
                                  error=f"RuntimeError: {ESCAPES}")

@@ -17,9 +17,9 @@ import pytest
 from factories import NAIVE_OPS, synthetic_run, variant, write_synthetic
 from markdown_it import MarkdownIt
 
-from reportgen.bundle import load_store
+from reportgen.analysis.stats import METHOD
 from reportgen.cli import main
-from reportgen.compare import (
+from reportgen.compare.command import (
     MARKER,
     MAX_COMMENT_CHARS,
     Comparison,
@@ -35,7 +35,7 @@ from reportgen.compare import (
     run_page_url,
 )
 from reportgen.errors import CompareError, UsageError
-from reportgen.model import (
+from reportgen.model.run import (
     AbInfo,
     AbRound,
     AbRoundSamples,
@@ -46,7 +46,7 @@ from reportgen.model import (
     VariantResult,
     VariantStatus,
 )
-from reportgen.stats import METHOD
+from reportgen.store.bundle import load_store
 
 REAL_STORE = Path(__file__).resolve().parent / "data" / "compare" / "real-store"
 REAL_BASE = "20261130T050311Z-cpu-base-4be6d1"

@@ -21,8 +21,8 @@ import pytest
 from factories import chrome_trace, synthetic_run, write_synthetic
 from hostile import tree_hash, write_trace
 
-from reportgen.bundle import load_store
 from reportgen.site import build_site, renderer_version
+from reportgen.store.bundle import load_store
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = "1800000000"
@@ -158,7 +158,7 @@ def test_build_while_runs_are_imported(world: tuple[Path, Path], tmp_path: Path,
         write_trace(traces / f"r{i}.json", chrome_trace(steps=40))
     before = {r.run_id for r in load_store(store)}
     # 1. the import stopped just before its bundle is renamed into place (its temporary folder is in the store)
-    imp = _start_paused("reportgen.bundle:_fsync_dir", "import", str(traces / "r0.json"), "--store", str(store),
+    imp = _start_paused("reportgen.store.bundle:_fsync_dir", "import", str(traces / "r0.json"), "--store", str(store),
                         "--label", "concurrent 0")
     assert [p for p in store.iterdir() if p.name.startswith(".tmp-")]
     code_b, _, err_b = _finish(_start("build", "--runs", str(store), "--out", str(site)))
@@ -216,7 +216,7 @@ def test_publish_while_building(world: tuple[Path, Path], tmp_path: Path, monkey
     assert subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "gh-pages"]).returncode != 0
     assert _resume(build)[0] == 0
     # 2. publish holds the lock shared while it reads: a build refuses; the publish commits the whole new site
-    publish = _start_paused("reportgen.publish:_hash_files", "publish", "--site", str(site), "--repo", str(repo),
+    publish = _start_paused("reportgen.site.publish:_hash_files", "publish", "--site", str(site), "--repo", str(repo),
                             env=gitconfig)
     before = sorted(str(p) for p in site.rglob("*"))
     assert _finish(_start("build", "--runs", str(only_a), "--out", str(site))) == \

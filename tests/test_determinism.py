@@ -9,7 +9,7 @@ import pytest
 from factories import synthetic_run, write_synthetic
 from hostile import hostile_run, tree_hash
 
-from reportgen.model import DeviceKind
+from reportgen.model.run import DeviceKind
 from reportgen.site import build_site
 
 RUNS = [

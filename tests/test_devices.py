@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from reportgen import compare, devices
+from reportgen import devices
 from reportgen.cli import build_parser
+from reportgen.compare import command as compare
 from reportgen.devices.lanes import Lane
 from reportgen.devices.spec import TraceFacts
 from reportgen.errors import DeviceUnavailable
-from reportgen.model import DeviceKind, Environment
-from reportgen.trace import lane_of
+from reportgen.model.run import DeviceKind, Environment
+from reportgen.traces.reader import lane_of
 
 
 def _device_choices(command: str) -> list[str]:
@@ -69,7 +70,7 @@ def test_environment_fields_are_labelled_and_compared_per_device() -> None:
                                           "neuronx_cc_version", "python_version", "device_name", "cpu_model")
     env = Environment("h", "p", "3.11", "cpu", 1, device_extras={"zz_new": "1", "driver_version": "550",
                                                                  "cuda_version": "12.4"})
-    assert env.labelled_extras() == (("CUDA", "12.4"), ("driver", "550"), ("zz_new", "1"))
+    assert devices.labelled_extras(env) == (("CUDA", "12.4"), ("driver", "550"), ("zz_new", "1"))
     assert (env.field_text("cuda_version"), env.field_text("python_version"), env.field_text("nope")) == (
         "12.4", "3.11", None)
     assert env.field_text("device_extras") is None and env.field_text("labelled_extras") is None

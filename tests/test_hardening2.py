@@ -22,12 +22,13 @@ import pytest
 from factories import chrome_trace, synthetic_run, write_synthetic
 from hostile import snapshot, stray_temp_entries, write_trace
 
-from reportgen import bundle, importer
-from reportgen import scenario as scenario_mod
-from reportgen.bundle import RUN_FILE, load_store, run_to_json, temp_owner_tag
 from reportgen.cli import main
 from reportgen.errors import BundleError, ScenarioError, UsageError
-from reportgen.model import SCHEMA_VERSION
+from reportgen.model.run import SCHEMA_VERSION
+from reportgen.scenario import loader as scenario_mod
+from reportgen.store import bundle
+from reportgen.store.bundle import RUN_FILE, load_store, run_to_json, temp_owner_tag
+from reportgen.traces import importer
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-bbb222"
@@ -165,7 +166,7 @@ def test_import_into_a_store_that_is_a_file(tmp_path: Path, capsys: pytest.Captu
 
 SCENARIO_TEMPLATE = '''
 import torch
-from reportgen.scenario import Scenario, Variant
+from reportgen.scenario.loader import Scenario, Variant
 
 {pre}
 
@@ -531,7 +532,7 @@ def test_a_fifo_as_a_trace_does_not_hang_import(tmp_path: Path, capsys: pytest.C
 
 def test_the_trace_reader_refuses_a_fifo(tmp_path: Path) -> None:
     from reportgen.errors import TraceError
-    from reportgen.trace import read_trace
+    from reportgen.traces.reader import read_trace
 
     os.mkfifo(tmp_path / "t.json")
     with pytest.raises(TraceError, match="t.json: is not a regular file; pass a trace file"):

@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reportgen import site as site_builder
-from reportgen.bundle import RUN_FILE, is_valid_run_id, load_store, run_to_json
 from reportgen.cli import main
 from reportgen.errors import ExitCode, TraceError
-from reportgen.trace import read_trace_bytes
+from reportgen.store.bundle import RUN_FILE, is_valid_run_id, load_store, run_to_json
+from reportgen.traces.reader import read_trace_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_A = "20261130T000000Z-cpu-test-abc123"

@@ -9,20 +9,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED_TRACES
+from conftest import ROOT, REAL_TRACES_DIR
 
-from reportgen import importer
-from reportgen.bundle import format_utc, load_run, trace_member
 from reportgen.cli import main
 from reportgen.errors import TraceError
-from reportgen.importer import ImportRequest, import_run, plan_import, variant_name_for
-from reportgen.model import DeviceKind, RunSource, TimeBasis
-from reportgen.optable import UNATTRIBUTED_ROW, build_op_table
-from reportgen.trace import read_trace_bytes
+from reportgen.model.run import DeviceKind, RunSource, TimeBasis
+from reportgen.store.bundle import format_utc, load_run, trace_member
+from reportgen.traces import importer
+from reportgen.traces.importer import ImportRequest, import_run, plan_import, variant_name_for
+from reportgen.traces.optable import UNATTRIBUTED_ROW, build_op_table
+from reportgen.traces.reader import read_trace_bytes
 
-REAL_TRACES = sorted(SHARED_TRACES.glob("*.json.gz"))
+REAL_TRACES = sorted(REAL_TRACES_DIR.glob("*.json.gz"))
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
-# Independent of reportgen.trace's tables: the categories each figure is summed over, spelled out here.
+# Independent of reportgen.traces.reader's tables: the categories each figure is summed over, spelled out here.
 HOST_OP_CATS = {"cpu_op", "user_annotation", "python_function"}
 DEVICE_WORK_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 
@@ -88,7 +88,7 @@ def test_real_trace_imports_and_totals_match_an_independent_sum(path: Path, tmp_
 
 
 def test_triton_kernel_is_attributed_through_its_launch() -> None:
-    table = build_op_table(read_trace_bytes((SHARED_TRACES / "triton_example.trace.json.gz").read_bytes(), "t"))
+    table = build_op_table(read_trace_bytes((REAL_TRACES_DIR / "triton_example.trace.json.gz").read_bytes(), "t"))
     rows = {r.name: r for r in table.rows}
     assert (rows["triton_poi_fused_add_cos_sin_0"].self_device_us, rows["Torch-Compiled Region: 0/0"].self_device_us,
             rows["Torch-Compiled Region: 0/0"].total_device_us) == (1.76, 0.0, 1.76)
@@ -153,13 +153,13 @@ def test_trace_metadata_becomes_device_extras_and_notes(tmp_path: Path) -> None:
     trace.write_text(json.dumps({"traceEvents": [_ev("aten::mul", 0, 5)], "cuda_runtime_version": 12040}))
     cuda = load_run(_import(trace, tmp_path / "a"))
     assert cuda.environment.device_extras == {"cuda_version": "12.4"}
-    amd = load_run(_import(SHARED_TRACES / "amd_trace.trace.json.gz", tmp_path / "b"))
+    amd = load_run(_import(REAL_TRACES_DIR / "amd_trace.trace.json.gz", tmp_path / "b"))
     assert amd.device is DeviceKind.ROCM and amd.environment.device_extras == {}
     assert "amd_trace: captured at 2024-12-31T08:06:00Z (the trace's baseTimeNanoseconds)" in amd.notes
 
 
 def test_stored_paths_are_the_bundle_layout(tmp_path: Path) -> None:
-    run = load_run(_import(SHARED_TRACES / "cpu_only.trace.json.gz", tmp_path / "s"))
+    run = load_run(_import(REAL_TRACES_DIR / "cpu_only.trace.json.gz", tmp_path / "s"))
     (v,) = run.variants
     assert v.trace_path == trace_member(v.name) == "traces/cpu_only.pt.trace.json.gz"
     assert run.created_utc == format_utc(NOW) == "2026-11-30T12:00:00Z"
@@ -244,7 +244,7 @@ def test_neuron_profile_output_with_neuron_explorer(tmp_path: Path, monkeypatch:
 
 
 def test_device_override_and_no_device_lane(tmp_path: Path) -> None:
-    run = load_run(_import(SHARED_TRACES / "cpu_only.trace.json.gz", tmp_path / "s", device="neuron"))
+    run = load_run(_import(REAL_TRACES_DIR / "cpu_only.trace.json.gz", tmp_path / "s", device="neuron"))
     (v,) = run.variants
     assert run.device is DeviceKind.NEURON and "device set by --device neuron" in run.notes
     assert v.time_basis is TimeBasis.CPU and v.device_event_count is None
@@ -254,7 +254,7 @@ def test_device_override_and_no_device_lane(tmp_path: Path) -> None:
 
 def test_cli_prints_the_run_and_build_reads_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
-    code = main(["import", str(SHARED_TRACES / "amd_trace.trace.json.gz"), "--label", "prod step 1200",
+    code = main(["import", str(REAL_TRACES_DIR / "amd_trace.trace.json.gz"), "--label", "prod step 1200",
                  "--store", str(store)])
     out = capsys.readouterr().out.splitlines()
     (run_dir,) = [p for p in store.iterdir()]
@@ -274,7 +274,7 @@ BAD = {
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_input_adds_nothing_to_the_store(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
-    _import(SHARED_TRACES / "cpu_only.trace.json.gz", store)
+    _import(REAL_TRACES_DIR / "cpu_only.trace.json.gz", store)
     before = sorted(p.name for p in store.iterdir())
     bad = tmp_path / name
     bad.write_bytes(BAD[name])

@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import REAL_TRACES_DIR
 from factories import chrome_trace
 
-from reportgen.importer import ImportRequest, import_run
 from reportgen.site import build_site
+from reportgen.traces.importer import ImportRequest, import_run
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 # Sentences of a profiled run's timing description: wrong for a trace that reportgen did not time.
@@ -65,18 +65,16 @@ def test_imported_run_says_how_many_profiler_steps_each_trace_has(tmp_path: Path
     assert "Each sample is the mean of back-to-back calls" not in page
 
 
-@pytest.mark.skipif(not (SHARED_TRACES / "critical_path.trace.json.gz").is_file(), reason="shared traces missing")
 def test_a_real_cuda_trace_names_its_device_and_clock(tmp_path: Path) -> None:
-    page, md = _site_of(SHARED_TRACES / "critical_path.trace.json.gz", tmp_path)
+    page, md = _site_of(REAL_TRACES_DIR / "critical_path.trace.json.gz", tmp_path)
     timing = _section(_text(page), "Timing", "Speedups")
     assert "cuda" in timing and "device kernel and copy durations" in timing
     assert "critical_path" in timing
     assert "device kernel and copy durations" in _section(md, "Timing", "## Speedups")
 
 
-@pytest.mark.skipif(not (SHARED_TRACES / "cpu_only.trace.json.gz").is_file(), reason="shared traces missing")
 def test_a_real_cpu_trace_says_its_times_are_host_cpu_time(tmp_path: Path) -> None:
-    page, md = _site_of(SHARED_TRACES / "cpu_only.trace.json.gz", tmp_path)
+    page, md = _site_of(REAL_TRACES_DIR / "cpu_only.trace.json.gz", tmp_path)
     timing = _section(_text(page), "Timing", "Speedups")
     assert "host CPU time" in timing and "device kernel and copy durations" not in timing
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reportgen.ci.init import DEFAULT_ACTION_REF, FILES
 from reportgen.cli import main
 from reportgen.config import load_config
-from reportgen.initcmd import DEFAULT_ACTION_REF, FILES
 
 WRITTEN = ["reportgen.toml", "bench/example_scenario.py", ".github/workflows/reportgen.yml"]
 

@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED_TRACES
+from conftest import ROOT, REAL_TRACES_DIR
 from factories import chrome_trace
 from hostile import write_trace
 from wheel_kit import InstalledWheel
@@ -44,7 +44,7 @@ def test_a_wheel_installed_outside_the_checkout_runs_every_command(tmp_path: Pat
         assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-3000:])
         return proc.stdout
 
-    where = run(str(venv / "bin" / "python"), "-c", "import reportgen, reportgen.render as r; "
+    where = run(str(venv / "bin" / "python"), "-c", "import reportgen, reportgen.render.jinja as r; "
                 "print(reportgen.__file__); print(r.TEMPLATES_DIR)").split()
     assert all(Path(w).is_relative_to(venv) for w in where), where
     reportgen = str(venv / "bin" / "reportgen")
@@ -53,9 +53,7 @@ def test_a_wheel_installed_outside_the_checkout_runs_every_command(tmp_path: Pat
             "--variants", "naive,fused", "--label", label)
     comment = run(reportgen, "compare", "latest~1", "latest")
     assert "naive" in comment and "fused" in comment
-    trace = SHARED_TRACES / "cpu_only.trace.json.gz"
-    if not trace.is_file():  # a CI machine without the shared traces: a synthetic one
-        trace = write_trace(tmp_path / "t.json", chrome_trace())
+    trace = REAL_TRACES_DIR / "cpu_only.trace.json.gz"
     assert run(reportgen, "import", str(trace), "--label", "imported").startswith("imported run ")
     assert run(reportgen, "build").startswith("built site: ")
     assert (work / "site" / "help" / "index.html").read_text().count("How to read a report") >= 1

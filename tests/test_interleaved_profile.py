@@ -8,11 +8,11 @@ import pytest
 import torch
 from factories import fail_in_round
 
-from reportgen import measure
 from reportgen.devices.cpu import CpuBackend
-from reportgen.measure import MeasureSettingsIn, VariantInputs, measure_variants, round_blocks, round_order
-from reportgen.model import VariantStatus
-from reportgen.scenario import Tolerance, Variant
+from reportgen.model.run import VariantStatus
+from reportgen.profile import measure
+from reportgen.profile.measure import MeasureSettingsIn, VariantInputs, measure_variants, round_blocks, round_order
+from reportgen.scenario.loader import Tolerance, Variant
 
 
 def test_round_blocks_split_the_samples_evenly_into_at_most_ten_rounds() -> None:

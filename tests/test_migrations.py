@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from reportgen import migrations
-from reportgen.bundle import load_run, parse_run_json, run_to_json
+from reportgen import devices
 from reportgen.cli import main
 from reportgen.errors import BundleError
-from reportgen.model import SCHEMA_VERSION
+from reportgen.model import migrations
+from reportgen.model.run import SCHEMA_VERSION
+from reportgen.store.bundle import load_run, parse_run_json, run_to_json
 
 V1_ID = "20261130T050311Z-cpu-base-4be6d1"
 V1_BUNDLE = ROOT / "tests" / "data" / "bundles" / "v1" / V1_ID
@@ -78,7 +79,7 @@ def test_v1_device_fields_become_device_extras_exactly() -> None:
     run = parse_run_json(json.dumps(data), "run.json")
     assert run.environment.device_extras == {"cuda_version": "12.4", "driver_version": "550.54.15",
                                              "neuronx_cc_version": "2.15.128"}
-    assert run.environment.labelled_extras() == (("CUDA", "12.4"), ("driver", "550.54.15"), ("neuronx-cc", "2.15.128"))
+    assert devices.labelled_extras(run.environment) == (("CUDA", "12.4"), ("driver", "550.54.15"), ("neuronx-cc", "2.15.128"))
 
 
 def test_v1_device_field_of_the_wrong_type_names_the_file_and_field() -> None:

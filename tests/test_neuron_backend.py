@@ -20,10 +20,10 @@ import pytest
 from conftest import ROOT, run_cli
 from stand_ins import fake_tools
 
-from reportgen.bundle import load_store
-from reportgen.devices.neuron import NeuronBackend
-from reportgen.mdtext import md_escape
-from reportgen.model import TimeBasis
+from reportgen.devices.neuron.device import NeuronBackend
+from reportgen.model.run import TimeBasis
+from reportgen.store.bundle import load_store
+from reportgen.text.markdown import md_escape
 
 STAND_INS = ROOT / "tests" / "stand_ins"
 OLDER_STAND_IN = STAND_INS / "older"
@@ -79,7 +79,7 @@ def neuron_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuron_tools: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from reportgen import profile
+    from reportgen.profile import command as profile
     from reportgen.site import build_site
 
     stand_in.FALLBACK_OPS.append("aten::_fake_fallback")
@@ -219,7 +219,7 @@ def test_eager_fusion_off_sets_deterministic_algorithms(stand_in, monkeypatch: p
 
 
 def test_compile_without_torch_neuronx_is_one_line(tmp_path: Path) -> None:
-    code = ("from reportgen.devices.neuron import NeuronBackend\n"
+    code = ("from reportgen.devices.neuron.device import NeuronBackend\n"
             "from reportgen.errors import DeviceUnavailable\n"
             "try:\n    NeuronBackend().compile(lambda x: x)\n"
             "except DeviceUnavailable as e:\n    print('DU:', e)\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from stand_ins import fake_tools
 
-from reportgen.neuron import explorer, hardware
+from reportgen.devices.neuron import explorer, hardware
 
 STEPS = 3
 
@@ -178,7 +178,7 @@ def test_compile_info_counts_graphs_and_breaks_from_dynamo() -> None:
     """On any device: a print() inside a compiled function is one graph break and two graphs."""
     import torch
 
-    from reportgen.evidence import VariantEvidence, compile_info_since, dynamo_snapshot, eager_compile_info
+    from reportgen.model.evidence import VariantEvidence, compile_info_since, dynamo_snapshot, eager_compile_info
 
     def with_break(x: torch.Tensor) -> torch.Tensor:
         y = x * 2
@@ -197,7 +197,7 @@ def test_compile_info_counts_graphs_and_breaks_from_dynamo() -> None:
 
 
 def test_privateuse1_driver_events_are_runtime_not_device_work() -> None:
-    from reportgen.trace import Lane, lane_of
+    from reportgen.traces.reader import Lane, lane_of
 
     assert lane_of("privateuse1_driver") is Lane.RUNTIME
     assert lane_of("PrivateUse1_Driver") is Lane.RUNTIME

@@ -10,7 +10,7 @@ from factories import synthetic_run, write_synthetic
 from hostile import ALL_PAYLOADS, PAYLOADS
 from test_xss import assert_markdown_is_inert
 
-from reportgen.model import CompileInfo, DeviceEvidence, DeviceKind
+from reportgen.model.run import CompileInfo, DeviceEvidence, DeviceKind
 from reportgen.site import build_site
 
 RUN_ID = "20261130T000000Z-neuron-evil-abc123"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import SHARED_TRACES
+from conftest import REAL_TRACES_DIR
 from factories import synthetic_run, write_synthetic
 
 BLOCK_TORCH = (
@@ -25,7 +25,7 @@ def test_build_runs_compare_and_import_need_no_torch(tmp_path: Path) -> None:
     store = tmp_path / "store"
     write_synthetic(store, synthetic_run(run_id="r1", created_utc="2026-11-01T00:00:00Z", with_traces=True))
     write_synthetic(store, synthetic_run(run_id="r2", created_utc="2026-11-02T00:00:00Z", with_traces=True))
-    for args in (["import", str(SHARED_TRACES / "triton_example.trace.json.gz"), "--store", str(store)],
+    for args in (["import", str(REAL_TRACES_DIR / "triton_example.trace.json.gz"), "--store", str(store)],
                  ["runs", "--store", str(store)],
                  ["compare", "r1", "r2", "--store", str(store)],
                  ["build", "--runs", str(store), "--out", str(tmp_path / "site")]):

@@ -8,14 +8,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import REAL_TRACES_DIR
 from factories import synthetic_run, variant
 
-from reportgen import analysis, plots
-from reportgen.analysis import TimelineBar, TimelineTrack
+from reportgen.analysis import views as analysis
+from reportgen.analysis.views import TimelineBar, TimelineTrack
 from reportgen.devices.lanes import Lane
-from reportgen.model import VariantStatus
-from reportgen.trace import events_in_window, profiler_steps, read_trace
+from reportgen.model.run import VariantStatus
+from reportgen.render import plots
+from reportgen.traces.reader import events_in_window, profiler_steps, read_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -146,7 +147,7 @@ def _timeline(name: str = "aten::mul", n: int = 3) -> analysis.TimelineLayout:
 
 
 def test_timeline_of_a_real_rocm_trace_has_runtime_and_device_lanes(tmp_path: Path) -> None:
-    trace = read_trace(SHARED_TRACES / "amd_trace.trace.json.gz")
+    trace = read_trace(REAL_TRACES_DIR / "amd_trace.trace.json.gz")
     steps = profiler_steps(trace)
     step = analysis.representative_step(steps)
     if step is None:  # the file has no ProfilerStep: take the whole trace

@@ -11,13 +11,16 @@ from pathlib import Path
 import pytest
 from factories import synthetic_run, variant, write_synthetic
 
-from reportgen import compare, formatting, render, stats
-from reportgen.compare import CompareRequest, OutputFormat, compare_runs, render_markdown, run_compare
+from reportgen.analysis import stats
+from reportgen.compare import command as compare
+from reportgen.compare.command import CompareRequest, OutputFormat, compare_runs, render_markdown, run_compare
 from reportgen.errors import UsageError
-from reportgen.mdtext import flatten, html_inline, md_escape
-from reportgen.model import Run, VariantResult, VariantStatus
-from reportgen.scenario import Scenario, Variant
-from reportgen.terminal import json_safe_escapes, terminal_safe
+from reportgen.model.run import Run, VariantResult, VariantStatus
+from reportgen.render import jinja as render
+from reportgen.scenario.loader import Scenario, Variant
+from reportgen.text import formatting
+from reportgen.text.markdown import flatten, html_inline, md_escape
+from reportgen.text.terminal import json_safe_escapes, terminal_safe
 
 REPORTGEN = Path(__file__).resolve().parent.parent / "reportgen"
 HEAD_ID = "20261130T000100Z-cpu-head-def456"
@@ -43,7 +46,7 @@ def test_the_comment_and_the_site_print_a_time_the_same_way() -> None:
 def _run_page_context(run: Run) -> dict[str, object]:
     from types import SimpleNamespace
 
-    from reportgen import analysis
+    from reportgen.analysis import views as analysis
 
     images = SimpleNamespace(bars=None, timelines={})
     downloads = SimpleNamespace(run_json="run.json", traces={}, artifacts=())
@@ -195,7 +198,8 @@ def test_the_flag_pattern_finds_what_it_should() -> None:
 
 
 def test_profile_request_is_built_in_the_cli_not_by_the_library() -> None:
-    from reportgen import cli, profile
+    from reportgen import cli
+    from reportgen.profile import command as profile
 
     assert not hasattr(profile.ProfileRequest, "from_cli") and callable(cli.profile_request)
     assert "argparse" not in (REPORTGEN / "profile.py").read_text()

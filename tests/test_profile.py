@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from reportgen.bundle import load_store
-from reportgen.model import DeviceKind, RunSource, TimeBasis, VariantStatus
+from reportgen.model.run import DeviceKind, RunSource, TimeBasis, VariantStatus
+from reportgen.store.bundle import load_store
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from reportgen.bundle import parse_run_json
 from reportgen.errors import BundleError
-from reportgen.mdtext import md_escape
-from reportgen.model import SCHEMA_VERSION
+from reportgen.model.run import SCHEMA_VERSION
+from reportgen.store.bundle import parse_run_json
+from reportgen.text.markdown import md_escape
 
 GFM = MarkdownIt("gfm-like", {"linkify": False})
 visible_text = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=80)
@@ -98,7 +98,7 @@ def _paths(node: object, prefix: tuple = ()) -> list[tuple]:
 def _valid_run_dict() -> dict:
     from factories import synthetic_run
 
-    from reportgen.bundle import run_to_json
+    from reportgen.store.bundle import run_to_json
 
     return json.loads(run_to_json(synthetic_run(with_traces=True)))
 

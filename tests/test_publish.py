@@ -12,8 +12,8 @@ import pytest
 from reportgen import __version__
 from reportgen.cli import main
 from reportgen.errors import ConflictError, SiteError
-from reportgen.publish import check_site, publish_site
 from reportgen.site.fs import shared_lock as site_read_lock
+from reportgen.site.publish import check_site, publish_site
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
             "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com"}
@@ -269,7 +269,7 @@ def test_rejected_push_recovers_after_a_fetch_keeping_both_sides_pages(tmp_path:
 
 
 def test_branch_moved_during_publish_is_a_conflict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import reportgen.publish as publish
+    import reportgen.site.publish as publish
 
     repo, sha = make_repo(tmp_path)
     publish_site(make_site(tmp_path / "b1", ["run-1"]), repo)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from reportgen.bundle import load_store
 from reportgen.errors import ScenarioError
-from reportgen.scenario import SCENARIOS_DIR, load_scenario
+from reportgen.scenario.loader import SCENARIOS_DIR, load_scenario
+from reportgen.store.bundle import load_store
 
 
 def test_layernorm_scenario_profiles_through_the_cli(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_a_wrong_variant_is_marked_not_dropped(tmp_path: Path) -> None:
 def test_scenario_file_without_scenario_object(tmp_path: Path) -> None:
     f = tmp_path / "empty.py"
     f.write_text("X = 1\n")
-    with pytest.raises(ScenarioError, match=r"empty.py: must define SCENARIO = reportgen.scenario.Scenario"):
+    with pytest.raises(ScenarioError, match=r"empty.py: must define SCENARIO = reportgen.scenario.loader.Scenario"):
         load_scenario(str(f))
 
 

@@ -15,14 +15,15 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from factories import synthetic_run, variant, write_synthetic
 
-from reportgen import render, site
-from reportgen.bundle import load_run, safe_component
+from reportgen import site
 from reportgen.cli import main
 from reportgen.errors import ConflictError, SiteError, UsageError
-from reportgen.model import OpRow, RunSource, VariantStatus
+from reportgen.model.run import OpRow, RunSource, VariantStatus
+from reportgen.render import jinja as render
 from reportgen.site import build as site_build
 from reportgen.site import pages as site_pages
 from reportgen.site import plan as site_plan
+from reportgen.store.bundle import load_run, safe_component
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-def456"
@@ -432,8 +433,8 @@ def test_build_over_real_cpu_profile(real_cpu_store: Path, tmp_path: Path) -> No
     _assert_links_resolve(out)
     runs = [load_run(p) for p in sorted(real_cpu_store.iterdir()) if (p / "run.json").is_file()]
     assert len(runs) >= 1
-    from reportgen import analysis
-    from reportgen.render import fmt_us
+    from reportgen.analysis import views as analysis
+    from reportgen.render.jinja import fmt_us
 
     for run in runs:
         html = (out / "runs" / run.run_id / "index.html").read_text()
@@ -484,8 +485,8 @@ def test_device_artifacts_are_downloadable_from_the_run_page(tmp_path: Path) -> 
 
     from factories import chrome_trace
 
-    from reportgen.bundle import write_bundle
-    from reportgen.model import Artifact
+    from reportgen.model.run import Artifact
+    from reportgen.store.bundle import write_bundle
 
     run = synthetic_run(with_traces=True)
     neff = Artifact("artifacts/naive/neff_0123_vnc_0.neff", "neff", 5)

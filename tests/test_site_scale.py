@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from factories import synthetic_run, variant, write_synthetic
 
-from reportgen import analysis, plots, site
-from reportgen.codec import from_jsonable, to_jsonable
+from reportgen import site
+from reportgen.analysis import views as analysis
 from reportgen.errors import SiteError, UsageError
-from reportgen.model import VariantStatus
+from reportgen.model.codec import from_jsonable, to_jsonable
+from reportgen.model.run import VariantStatus
+from reportgen.render import plots
 from reportgen.site import fs, manifest, pages, workers
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reportgen.stats import ratio_of_medians, summarize
+from reportgen.analysis.stats import ratio_of_medians, summarize
 
 
 def test_summary_of_known_samples() -> None:
@@ -55,7 +55,7 @@ def test_row_medians_equal_numpy_median_bit_for_bit() -> None:
     """The bootstrap's fast row median must not change a single interval bound."""
     import numpy as np
 
-    from reportgen.stats import _row_medians
+    from reportgen.analysis.stats import _row_medians
 
     rng = np.random.default_rng(7)
     for n in (1, 2, 5, 6, 49, 50):

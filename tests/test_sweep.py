@@ -11,11 +11,10 @@ import pytest
 from conftest import run_cli
 from factories import fail_in_round, synthetic_run
 
-from reportgen.bundle import load_run, parse_run_json, run_to_json
-from reportgen.ceilings import DRAM, ceiling_for, curve_bandwidth, memory_level
+from reportgen.analysis.ceilings import DRAM, ceiling_for, curve_bandwidth, memory_level
+from reportgen.analysis.sweep import memory_roofs, sweep_view
 from reportgen.errors import ScenarioError
-from reportgen.formatting import fmt_of_ceiling
-from reportgen.model import (
+from reportgen.model.run import (
     SCHEMA_VERSION,
     BandwidthPoint,
     CacheLevel,
@@ -24,8 +23,9 @@ from reportgen.model import (
     SweepSample,
     VariantStatus,
 )
-from reportgen.scenario import MAX_SWEEP_POINTS, load_scenario, parse_sweep
-from reportgen.sweep import memory_roofs, sweep_view
+from reportgen.scenario.loader import MAX_SWEEP_POINTS, load_scenario, parse_sweep
+from reportgen.store.bundle import load_run, parse_run_json, run_to_json
+from reportgen.text.formatting import fmt_of_ceiling
 
 KIB, MIB = 1024, 1024**2
 LEVELS = (CacheLevel("L1d", 32 * KIB), CacheLevel("L2", 1 * MIB), CacheLevel("L3", 32 * MIB))
@@ -296,7 +296,7 @@ def test_a_config_default_sweep_skips_a_scenario_without_one(tmp_path: Path) -> 
 
 def test_vendor_compute_roofs_come_from_the_documented_figures_only() -> None:
     from reportgen.devices.cuda import vendor_compute_roof
-    from reportgen.neuron.hardware import core_compute_roof
+    from reportgen.devices.neuron.hardware import core_compute_roof
 
     flops, source = core_compute_roof("trn2.48xlarge", "2", "bfloat16")
     assert flops == pytest.approx(667e12 / 8 * 2) and source.startswith("vendor: 667 TFLOPS dense bfloat16")
@@ -339,8 +339,8 @@ class _FlushingCpu:
 def test_a_flushing_device_times_one_call_per_sample_each_after_a_flush() -> None:
     import torch
 
-    from reportgen.measure import CallArgs, _samples, calls_per_sample
-    from reportgen.measure_sweep import SweepPlan, measure_point
+    from reportgen.profile.measure import CallArgs, _samples, calls_per_sample
+    from reportgen.profile.sweep import SweepPlan, measure_point
 
     backend = _FlushingCpu()
     calls: list[int] = []
@@ -370,14 +370,14 @@ def _swept(run_id: str, created: str, times: dict[tuple[int, int], dict[str, flo
 
 
 def test_compare_reports_each_shared_shape_outside_the_verdict() -> None:
-    from reportgen.compare import render_markdown
+    from reportgen.compare.command import render_markdown
 
     base = _swept("20261130T000000Z-cpu-base-aaaaaa", "2026-11-30T00:00:00Z",
                   {(1, 4096): {"naive": 10.0, "fused": 5.0}, (64, 4096): {"naive": 100.0, "fused": 50.0}})
     head = _swept("20261130T001000Z-cpu-head-bbbbbb", "2026-11-30T00:10:00Z",
                   {(1, 4096): {"naive": 10.0, "fused": 7.5}, (8, 4096): {"naive": 20.0, "fused": 9.0},
                    (64, 4096): {"naive": 100.0, "fused": 50.0}})
-    from reportgen.compare import compare_runs
+    from reportgen.compare.command import compare_runs
 
     c = compare_runs(base, head, 5.0)
     assert [(s.shape, s.variant) for s in c.shapes] == [("1,4096", "naive"), ("1,4096", "fused"),
@@ -395,7 +395,7 @@ def test_compare_reports_each_shared_shape_outside_the_verdict() -> None:
 
 
 def test_compare_per_shape_intervals_are_widened_by_a_measured_drift() -> None:
-    from reportgen.compare import compare_runs
+    from reportgen.compare.command import compare_runs
 
     history = [_swept(f"20261129T00{i:02d}00Z-cpu-h-{i:06d}", f"2026-11-29T00:{i:02d}:00Z",
                       {(1, 4096): {"naive": 10.0}}) for i in range(5)]
@@ -418,8 +418,8 @@ def test_compare_per_shape_intervals_are_widened_by_a_measured_drift() -> None:
 def test_each_swept_shape_joins_that_shapes_history_and_survives_the_manifest() -> None:
     import json as _json
 
-    from reportgen.analysis import digest, history
-    from reportgen.codec import to_jsonable
+    from reportgen.analysis.views import digest, history
+    from reportgen.model.codec import to_jsonable
     from reportgen.site.manifest import digest_from_manifest
 
     def run(i: int, fused_us: float):  # type: ignore[no-untyped-def]
@@ -462,7 +462,7 @@ def test_a_sweep_shape_too_large_for_memory_names_the_flag_or_the_config(tmp_pat
 
 
 def test_parse_sweep_params_types_the_values_and_names_the_flag() -> None:
-    from reportgen.scenario import Param, parse_sweep_params
+    from reportgen.scenario.loader import Param, parse_sweep_params
 
     sc = dataclasses.replace(load_scenario("rmsnorm"), params=(Param("eps", float, 1e-6, "added"),))
     assert parse_sweep_params(["eps=1e-5, 1e-6,1e-5"], sc) == (("eps", (1e-5, 1e-6)),)
@@ -477,8 +477,8 @@ def test_parse_sweep_params_types_the_values_and_names_the_flag() -> None:
 
 
 def test_sweep_points_are_every_shape_times_every_parameter_combination() -> None:
-    from reportgen.measure import MeasureSettingsIn
-    from reportgen.profile import ProfileRequest
+    from reportgen.profile.command import ProfileRequest
+    from reportgen.profile.measure import MeasureSettingsIn
 
     sc = load_scenario("rmsnorm")
     req = ProfileRequest("cpu", sc, (2, 64), "float32", 0, "", ("naive",), MeasureSettingsIn(), None, Path("r"), True,
@@ -493,7 +493,7 @@ def test_sweep_points_are_every_shape_times_every_parameter_combination() -> Non
 def test_a_real_parameter_sweep_is_stored_shown_and_keyed_by_its_values(tmp_path: Path) -> None:
     from user_repo_kit import write_user_package
 
-    from reportgen.analysis import digest, history
+    from reportgen.analysis.views import digest, history
 
     write_user_package(tmp_path, None)
     store, site = tmp_path / "results", tmp_path / "site"
@@ -515,8 +515,8 @@ def test_a_real_parameter_sweep_is_stored_shown_and_keyed_by_its_values(tmp_path
 def test_a_variant_failing_in_a_sweep_round_is_failed_at_that_shape_and_the_others_finish(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from reportgen.devices.cpu import CpuBackend
-    from reportgen.measure_sweep import SweepPlan, measure_point
-    from reportgen.scenario import Variant
+    from reportgen.profile.sweep import SweepPlan, measure_point
+    from reportgen.scenario.loader import Variant
 
     sc = load_scenario("rmsnorm")
     naive = next(v for v in sc.variants if v.name == "naive")

@@ -8,16 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import REAL_TRACES_DIR
 
-from reportgen import analysis, plots
+from reportgen.analysis import views as analysis
 from reportgen.devices.lanes import Lane
-from reportgen.trace import events_in_window, profiler_steps, read_trace
+from reportgen.render import plots
+from reportgen.traces.reader import events_in_window, profiler_steps, read_trace
 
 
 @dataclass(frozen=True)
 class Ev:
-    """A minimal stand-in for reportgen.trace.TraceEvent."""
+    """A minimal stand-in for reportgen.traces.reader.TraceEvent."""
 
     name: str
     lane: str
@@ -161,7 +162,7 @@ def test_track_labels_name_devices_streams_and_odd_ids(tmp_path: Path) -> None:
 
 
 def _layout_of(name: str) -> analysis.TimelineLayout:
-    trace = read_trace(SHARED_TRACES / name)
+    trace = read_trace(REAL_TRACES_DIR / name)
     step = analysis.representative_step(profiler_steps(trace))
     if step is None:
         start = min(e.start_us for e in trace.events)
@@ -172,7 +173,7 @@ def _layout_of(name: str) -> analysis.TimelineLayout:
 
 
 def _whole_trace(name: str) -> analysis.TimelineLayout:
-    trace = read_trace(SHARED_TRACES / name)
+    trace = read_trace(REAL_TRACES_DIR / name)
     start = min(e.start_us for e in trace.events)
     end = max(e.end_us for e in trace.events)
     return analysis.timeline_layout(trace.events, start, end)

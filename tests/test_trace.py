@@ -1,4 +1,4 @@
-"""The trace reader: every real trace in ../shared/traces, inline traces for each rule, every bad input."""
+"""The trace reader: every real trace in tests/data/traces, inline traces for each rule, every bad input."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES
+from conftest import REAL_TRACES_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reportgen import trace as trace_mod
 from reportgen.errors import TraceError
-from reportgen.trace import (
+from reportgen.traces import reader as trace_mod
+from reportgen.traces.reader import (
     Lane,
     TraceEvent,
     events_in_window,
@@ -26,7 +26,7 @@ from reportgen.trace import (
     read_trace_bytes,
 )
 
-REAL_TRACES = sorted(SHARED_TRACES.glob("*.json.gz"))
+REAL_TRACES = sorted(REAL_TRACES_DIR.glob("*.json.gz"))
 EXPECTED_HINT = {
     "amd_trace.trace.json.gz": "rocm",
     "cpu_only.trace.json.gz": "cpu",
@@ -78,17 +78,17 @@ def test_real_trace_correlations_come_from_args(path: Path) -> None:
 
 
 def test_real_trace_lanes_and_top_level_fields() -> None:
-    amd = read_trace(SHARED_TRACES / "amd_trace.trace.json.gz")
+    amd = read_trace(REAL_TRACES_DIR / "amd_trace.trace.json.gz")
     assert Counter(e.lane for e in amd.events) == {Lane.FRAMEWORK: 73, Lane.RUNTIME: 21, Lane.DEVICE: 18,
                                                    Lane.OTHER: 1}
     assert amd.base_time_ns == 1735632360000000000
     assert amd.device_names[0] == "AMD Radeon Graphics"
     assert [e.name for e in profiler_steps(amd)] == ["ProfilerStep#1", "ProfilerStep#2"]
     assert sum(is_device_work(e) for e in amd.events) == 16  # 14 kernels + 2 memcpy; not the 2 annotations
-    cpu = read_trace(SHARED_TRACES / "cpu_only.trace.json.gz")
+    cpu = read_trace(REAL_TRACES_DIR / "cpu_only.trace.json.gz")
     assert not cpu.has_device_lane
     assert (cpu.rank, cpu.world_size) == (34, 300)
-    crit = read_trace(SHARED_TRACES / "critical_path.trace.json.gz")
+    crit = read_trace(REAL_TRACES_DIR / "critical_path.trace.json.gz")
     assert crit.base_time_ns is None
 
 
@@ -152,7 +152,7 @@ def test_gzip_and_plain_give_the_same_trace(tmp_path: Path) -> None:
 @settings(max_examples=40, deadline=None)
 @given(chunk=st.integers(min_value=1, max_value=97))
 def test_chunk_boundaries_never_change_the_result(chunk: int) -> None:
-    data = (SHARED_TRACES / "triton_example.trace.json.gz").read_bytes()
+    data = (REAL_TRACES_DIR / "triton_example.trace.json.gz").read_bytes()
     whole = read_trace_bytes(data, "t")
     old = trace_mod.CHUNK_BYTES
     trace_mod.CHUNK_BYTES = chunk

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from factories import synthetic_run, write_synthetic
 
-from reportgen import analysis
-from reportgen.bundle import resolve_run_dir
+from reportgen.analysis import views as analysis
 from reportgen.cli import main
 from reportgen.errors import BundleError, CompareError
-from reportgen.model import Run, RunSource, ScenarioInfo
-from reportgen.withdrawn import read_withdrawn
+from reportgen.model.run import Run, RunSource, ScenarioInfo
+from reportgen.store.bundle import resolve_run_dir
+from reportgen.store.withdrawn import read_withdrawn
 
 
 def make(run_id: str, minute: int, scenario: str = "rmsnorm", machine: str | None = None,
@@ -105,7 +105,7 @@ def test_a_withdrawn_run_leaves_the_history_and_its_page_says_why(store: Path, t
 
 
 def test_history_and_comparisons_are_keyed_by_machine() -> None:
-    from reportgen.compare import compare_runs
+    from reportgen.compare.command import compare_runs
 
     a = make("x1", 1, machine="ci")
     b = dataclasses.replace(make("x2", 2, machine="ci"),

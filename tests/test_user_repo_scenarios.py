@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli
 
 from reportgen.errors import ScenarioError
-from reportgen.scenario import Param, Scenario, Tolerance, Variant, call_scenario, load_scenario
+from reportgen.scenario.loader import Param, Scenario, Tolerance, Variant, call_scenario, load_scenario
 
 torch = pytest.importorskip("torch")
 
@@ -19,7 +19,7 @@ TOL = Tolerance(atol=1e-6, rtol=1e-6)
 
 
 def test_outputs_checked_leaf_by_leaf() -> None:
-    from reportgen.measure import check_correctness, first_bad_leaf
+    from reportgen.profile.measure import check_correctness, first_bad_leaf
 
     a, b = torch.ones(3), torch.arange(3.0)
     ref = (a.double(), {"res": b.double()})
@@ -42,7 +42,7 @@ def _inplace_double(x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tens
 
 def test_inplace_variant_gets_fresh_inputs_and_leaves_the_originals_alone(tmp_path: Path) -> None:
     from reportgen.devices.cpu import CpuBackend
-    from reportgen.measure import MeasureSettingsIn, VariantInputs, measure_variant
+    from reportgen.profile.measure import MeasureSettingsIn, VariantInputs, measure_variant
 
     x, r = torch.arange(4.0), torch.ones(4)
     originals = (x.clone(), r.clone())
@@ -56,7 +56,7 @@ def test_inplace_variant_gets_fresh_inputs_and_leaves_the_originals_alone(tmp_pa
 
 
 def test_inplace_clones_are_made_before_each_sample_starts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from reportgen import measure
+    from reportgen.profile import measure
 
     events: list[str] = []
 
@@ -108,7 +108,7 @@ def test_scenario_imports_the_users_package_from_the_project_root(tmp_path: Path
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "helpers.py").write_text("NAME = 'helped'\n")
     (tmp_path / "bench" / "dbl.py").write_text(
-        "from mykernels import double\nfrom helpers import NAME\nfrom reportgen.scenario import Scenario, Variant\n"
+        "from mykernels import double\nfrom helpers import NAME\nfrom reportgen.scenario.loader import Scenario, Variant\n"
         "SCENARIO = Scenario(name=NAME, description='d', default_shape=(2,), default_dtype='float32',\n"
         "    make_inputs=lambda *a: (1,), reference=lambda x: 2 * x, variants=(Variant('v', 'd', double),),\n"
         "    bytes_per_call=lambda *a: 0, flops_per_call=lambda *a: 0)\n")
@@ -135,7 +135,7 @@ def test_an_error_in_the_scenarios_own_function_names_its_file_and_line(tmp_path
 
 BROKEN_REFERENCE = '''
 import torch
-from reportgen.scenario import Scenario, Variant
+from reportgen.scenario.loader import Scenario, Variant
 
 def make_inputs(shape, dtype, seed, device):
     return (torch.ones(shape, dtype=dtype),)
@@ -174,7 +174,7 @@ def test_a_failing_variant_names_its_line_in_the_scenario(tmp_path: Path) -> Non
 def test_scenarios_command_lists_config_and_builtin_scenarios(tmp_path: Path) -> None:
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "softer.py").write_text(
-        "from reportgen.scenario import Param, Scenario, Variant\n"
+        "from reportgen.scenario.loader import Param, Scenario, Variant\n"
         "SCENARIO = Scenario(name='softer', description='a softmax', default_shape=(2,), default_dtype='float32',\n"
         "    make_inputs=lambda *a: (1,), reference=lambda x: x,\n"
         "    variants=(Variant('a', 'first', abs), Variant('b', 'second', abs, inplace=True)),\n"

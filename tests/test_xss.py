@@ -23,9 +23,9 @@ import pytest
 from factories import write_synthetic
 from hostile import CLI_LABEL, LITERAL_TEMPLATE, PAYLOADS, hostile_run, hostile_trace, write_trace
 
-from reportgen.bundle import load_store
 from reportgen.cli import main
 from reportgen.site import build_site
+from reportgen.store.bundle import load_store
 
 RUN_1 = "20261130T000000Z-cpu-evil-abc123"
 RUN_2 = "20261201T000000Z-cpu-evil-def456"

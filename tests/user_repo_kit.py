@@ -34,7 +34,7 @@ import math
 import torch
 from mykernels import fused_add_rmsnorm_
 
-from reportgen.scenario import Scenario, Variant
+from reportgen.scenario.loader import Scenario, Variant
 
 EPS = 1e-6
 
@@ -81,7 +81,7 @@ import math
 import torch
 from mykernels import softmax
 
-from reportgen.scenario import Param, Scenario, Variant
+from reportgen.scenario.loader import Param, Scenario, Variant
 
 
 def make_inputs(shape, dtype, seed, device, params):

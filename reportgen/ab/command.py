@@ -37,16 +37,16 @@ from reportgen.ab.coordinator import (
     WorkerFailed,
     coordinate,
 )
-from reportgen.ab.pairstats import AbVerdict, median
 from reportgen.ab.settings import HUGE_PAGES_ENV, HUGE_PAGES_TEXT, SHARED_CPU_RUNNER_ARGS, AbSettings
 from reportgen.ab.worker import scenario_path
-from reportgen.allocator import THP_ENABLED_FILE, read_thp_mode
-from reportgen.bundle import new_run, write_bundle
-from reportgen.codec import from_jsonable, to_jsonable
+from reportgen.analysis.paired import AbVerdict
+from reportgen.analysis.stats import median
 from reportgen.config import parse_param_flags
-from reportgen.environment import git_info
+from reportgen.devices.allocator import THP_ENABLED_FILE, read_thp_mode
+from reportgen.devices.host import git_info
 from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
-from reportgen.model import (
+from reportgen.model.codec import from_jsonable, to_jsonable
+from reportgen.model.run import (
     AbInfo,
     AbRound,
     AbRoundSamples,
@@ -63,8 +63,9 @@ from reportgen.model import (
     VariantResult,
     VariantStatus,
 )
-from reportgen.render import MdSafe, render_md
-from reportgen.scenario import parse_dtype, parse_shape
+from reportgen.render.jinja import MdSafe, render_md
+from reportgen.scenario.loader import parse_dtype, parse_shape
+from reportgen.store.bundle import new_run, write_bundle
 
 AB_SCHEMA_VERSION = 1
 """Version of the ``--format json`` document."""
@@ -233,11 +234,11 @@ def _progress(message: str) -> None:
 
 def _emit(text: str, output: Path | None) -> None:
     if output is None:
-        from reportgen.terminal import terminal_safe
+        from reportgen.text.terminal import terminal_safe
 
         sys.stdout.write(terminal_safe(text, keep_newlines=True))  # names from data never reach the terminal raw
         return
-    from reportgen.compare import write_output
+    from reportgen.compare.command import write_output
 
     write_output(output, text)  # refuses a FIFO, device or folder; writes through a symlink
 

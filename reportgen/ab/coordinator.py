@@ -28,15 +28,14 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
-from reportgen.ab.pairstats import (
+from reportgen.ab.settings import AbSettings, method_text
+from reportgen.analysis.paired import (
     AbVerdict,
     PairStats,
     SessionRounds,
-    method_text,
     overall_verdict,
     pair_stats,
 )
-from reportgen.ab.settings import AbSettings
 from reportgen.errors import ExitCode, ReportgenError, UsageError
 
 SIDES = ("base", "head")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL
 from reportgen.errors import UsageError
 
 CLOCKS = ("wall", "cpu")
@@ -57,7 +58,6 @@ class AbSettings:
         if not self.threshold_pct > 0:
             raise UsageError(f"threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5",
                              field="threshold")
-        from reportgen.ab.pairstats import MIN_SESSIONS_FOR_INTERVAL  # the statistics' own limit
 
         if self.min_sessions < MIN_SESSIONS_FOR_INTERVAL:
             raise UsageError(f"sessions {self.min_sessions}: must be at least {MIN_SESSIONS_FOR_INTERVAL} "
@@ -69,8 +69,22 @@ class AbSettings:
             raise UsageError(f"max_seconds {self.max_seconds:g}: must be positive", field="max_seconds")
         if self.clock not in CLOCKS:
             raise UsageError(f"clock {self.clock!r}: choose {' or '.join(CLOCKS)}", field="clock")
-        from reportgen.scenario import check_threads
+        from reportgen.scenario.loader import check_threads
 
         check_threads(self.threads)
         if self.samples_per_block < 1:
             raise UsageError(f"samples {self.samples_per_block}: must be at least 1", field="samples")
+
+
+def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False) -> str:
+    """How a pair measured with these block settings is judged, in words (stored with the runs, shown in the comment)."""
+    untimed = f" after {discard_per_block} untimed" if discard_per_block else ""
+    noun = "sample" if samples_per_block == 1 else "samples"
+    timed = ("samples timed by each worker's CPU time (user + system, all its threads), not the wall clock; "
+             if clock == "cpu" else "")
+    huge = ("torch's large CPU allocations in transparent huge pages in both workers "
+            f"({HUGE_PAGES_TEXT}); " if huge_pages else "")
+    return (f"{timed}{huge}median of each side's block of {samples_per_block} {noun}{untimed} per variant per round, ratio "
+            "head/base per round, rounds in ABBA order; each session (a fresh pair of worker processes) gives the "
+            "median of its rounds' ratios; Wilcoxon signed-rank 95 % interval (Hodges-Lehmann, exact null "
+            "distribution) for the centre of the logs of the sessions' ratios")

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from reportgen.codec import to_jsonable
 from reportgen.config import Config, load_config
 from reportgen.devices import import_torch, select_backend
 from reportgen.devices.backend import Backend
-from reportgen.environment import fingerprint
+from reportgen.devices.host import fingerprint
 from reportgen.errors import ReportgenError
-from reportgen.measure import (
+from reportgen.model.codec import to_jsonable
+from reportgen.profile.measure import (
     CallArgs,
     _calibrate,
     _one_line,
@@ -49,7 +49,7 @@ from reportgen.measure import (
     _warm_up,
     check_correctness,
 )
-from reportgen.scenario import Scenario, Variant, load_scenario, scenario_files
+from reportgen.scenario.loader import Scenario, Variant, load_scenario, scenario_files
 
 MIN_SAMPLE_US = 2000.0
 """Calibration target: a timing sample lasts at least this long (as in ``reportgen profile``)."""

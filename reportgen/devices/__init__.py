@@ -10,17 +10,13 @@ Importing this package never imports torch: backends import it when they are use
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from reportgen.devices import cpu, cuda, mtia, neuron, rocm
+from reportgen.devices import cpu, cuda, mtia, rocm
 from reportgen.devices.backend import Backend, import_torch
 from reportgen.devices.lanes import OTHER_KINETO_RULES, Lane, LaneClassifier
-from reportgen.devices.spec import Device, EnvField, ImportLayout, TraceFacts
+from reportgen.devices.neuron import device as neuron
+from reportgen.devices.spec import Device, EnvField, ImportLayout, TraceFacts, TraceHeader
 from reportgen.errors import DeviceUnavailable
-from reportgen.model import DeviceKind
-
-if TYPE_CHECKING:
-    from reportgen.trace import Trace
+from reportgen.model.run import DeviceKind, Environment
 
 __all__ = [
     "DEVICES", "Backend", "Device", "EnvField", "Lane", "classify_category", "compared_environment_fields",
@@ -94,7 +90,7 @@ def device_hint(facts: TraceFacts) -> str:
     return DeviceKind.UNKNOWN.value
 
 
-def extras_from_trace(trace: Trace) -> dict[str, str]:
+def extras_from_trace(trace: TraceHeader) -> dict[str, str]:
     """The device extras every device finds in an imported trace's metadata."""
     out: dict[str, str] = {}
     for device in DEVICES:
@@ -128,3 +124,24 @@ def compared_environment_fields() -> tuple[str, ...]:
 def extra_label(name: str) -> str:
     """The display label of a device extra (its name when no device declares it)."""
     return next((f.label for f in environment_fields() if f.name == name), name)
+
+
+def labelled_extras(env: Environment, declared_only: bool = False) -> tuple[tuple[str, str], ...]:
+    """(label, value) of each device extra of ``env``, in the order the registry declares them, for display.
+
+    ``declared_only``: just the extras a device declares as environment fields (versions, driver), as the
+    report's software line shows them; the others are in ``undeclared_extras``.
+    """
+    order = {f.name: i for i, f in enumerate(environment_fields())}
+    names = sorted((n for n in env.device_extras if not declared_only or n in order),
+                   key=lambda n: (order.get(n, len(order)), n))
+    return tuple((extra_label(n), env.device_extras[n]) for n in names)
+
+
+def undeclared_extras(env: Environment) -> dict[str, str]:
+    """The device extras of ``env`` no device declares as an environment field (instance, LNC, settings, warnings).
+
+    The report's device evidence section lists them by name.
+    """
+    declared = {f.name for f in environment_fields()}
+    return {n: v for n, v in env.device_extras.items() if n not in declared}

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import DeviceUnavailable
-from reportgen.evidence import VariantEvidence
-from reportgen.model import Artifact, BandwidthPoint, DeviceKind, DevicePeak, TimeBasis
+from reportgen.model.evidence import VariantEvidence
+from reportgen.model.run import Artifact, BandwidthPoint, DeviceKind, DevicePeak, TimeBasis
 
 PEAK_OVERRIDE_ENV = "REPORTGEN_PEAK_BANDWIDTH_GBPS"
 

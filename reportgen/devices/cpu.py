@@ -15,7 +15,7 @@ from reportgen.devices.backend import (
     measure_matmul_flops,
 )
 from reportgen.devices.spec import Device, TraceEvidence
-from reportgen.model import BandwidthPoint, CacheLevel, DeviceKind, DevicePeak, TimeBasis
+from reportgen.model.run import BandwidthPoint, CacheLevel, DeviceKind, DevicePeak, TimeBasis
 
 COPY_BENCH_BYTES = 256 * 1024 * 1024
 CACHE_SYSFS = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -76,7 +76,7 @@ class CpuBackend(Backend):
         return torch.compile(fn, backend="inductor")
 
     def device_name(self) -> str:
-        from reportgen.environment import cpu_model
+        from reportgen.devices.host import cpu_model
 
         return cpu_model() or platform.processor() or "CPU"
 

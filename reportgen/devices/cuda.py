@@ -8,16 +8,13 @@ from __future__ import annotations
 import functools
 import subprocess
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reportgen.devices.backend import Backend, import_torch, measure_copy_bandwidth
 from reportgen.devices.lanes import KINETO_GPU_DEVICE_CATEGORIES, KINETO_GPU_WORK_CATEGORIES, LaneRules
-from reportgen.devices.spec import Device, EnvField, TraceEvidence
+from reportgen.devices.spec import Device, EnvField, TraceEvidence, TraceHeader
 from reportgen.errors import DeviceUnavailable
-from reportgen.model import DeviceKind, DevicePeak, TimeBasis
-
-if TYPE_CHECKING:
-    from reportgen.trace import Trace
+from reportgen.model.run import DeviceKind, DevicePeak, TimeBasis
 
 COPY_BENCH_BYTES = 2 * 1024 * 1024 * 1024
 FLUSH_MIN_BYTES = 256 * 1024 * 1024
@@ -119,7 +116,7 @@ def _nvidia_driver() -> str | None:
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
 
 
-def _extras_from_trace(trace: Trace) -> dict[str, str]:
+def _extras_from_trace(trace: TraceHeader) -> dict[str, str]:
     """Kineto writes the CUDA runtime version as an integer (12040 -> "12.4")."""
     runtime = trace.cuda_runtime_version
     return {"cuda_version": f"{runtime // 1000}.{runtime % 1000 // 10}"} if runtime else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from reportgen.devices.lanes import LaneRules
 from reportgen.devices.spec import Device, TraceEvidence
-from reportgen.model import DeviceKind
+from reportgen.model.run import DeviceKind
 
 MTIA_DEVICE_CATEGORIES = frozenset({"mtia_ccp_events"})
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from reportgen.devices.lanes import KINETO_GPU_DEVICE_CATEGORIES, KINETO_GPU_WORK_CATEGORIES, LaneRules
 from reportgen.devices.spec import Device, TraceEvidence
-from reportgen.model import DeviceKind
+from reportgen.model.run import DeviceKind
 
 DEVICE = Device(
     kind=DeviceKind.ROCM,

@@ -5,14 +5,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reportgen.devices.lanes import LaneRules
-from reportgen.model import DeviceEvidence, DeviceKind
+from reportgen.model.run import DeviceEvidence, DeviceKind
 
-if TYPE_CHECKING:  # the trace reader imports the registry; only the type is needed here
+if TYPE_CHECKING:
     from reportgen.devices.backend import Backend
-    from reportgen.trace import Trace
+
+
+class TraceHeader(Protocol):
+    """What a device reads of a trace file's own metadata (``reportgen.traces.reader.Trace`` has it).
+
+    A protocol, so the registry needs nothing from the trace reader, which sits above it.
+    """
+
+    @property
+    def cuda_runtime_version(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -103,5 +112,5 @@ class Device:
     auto_rank: int = 100
     """Order in which ``--device auto`` tries backends (lower first)."""
     import_layout: ImportLayout | None = None
-    extras_from_trace: Callable[[Trace], dict[str, str]] = field(default=lambda trace: {})
+    extras_from_trace: Callable[[TraceHeader], dict[str, str]] = field(default=lambda trace: {})
     """Device extras an imported trace records (e.g. the CUDA runtime version)."""

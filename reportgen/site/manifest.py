@@ -14,11 +14,12 @@ from enum import Enum
 from pathlib import Path
 from typing import TypeVar
 
-from reportgen import __version__, analysis
-from reportgen.bundle import is_valid_run_id
-from reportgen.codec import from_jsonable, to_jsonable
+from reportgen import __version__
+from reportgen.analysis import views as analysis
 from reportgen.errors import BundleError, SiteError
-from reportgen.model import DeviceKind, RunSource, VariantStatus
+from reportgen.model.codec import from_jsonable, to_jsonable
+from reportgen.model.run import DeviceKind, RunSource, VariantStatus
+from reportgen.store.bundle import is_valid_run_id
 
 SITE_SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"

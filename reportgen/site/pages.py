@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reportgen import __version__, analysis
-from reportgen.bundle import RUN_FILE, load_run, member_file, safe_component, slug
+from reportgen import __version__
+from reportgen.analysis import views as analysis
 from reportgen.errors import BundleError, TraceError, UsageError
-from reportgen.model import Run
-from reportgen.render import TEMPLATES_DIR, markdown_to_html, render_html, render_md
+from reportgen.model.run import Run
+from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html, render_md
 from reportgen.site.manifest import DATA_DIR, NOJEKYLL, ManifestEntry, PageOrigin, SiteRun
 from reportgen.site.workers import render_workers, worker_init
-from reportgen.withdrawn import read_withdrawn
+from reportgen.store.bundle import RUN_FILE, load_run, member_file, safe_component, slug
+from reportgen.store.withdrawn import read_withdrawn
 
 PAGES_PER_RUN = 2
 """A run's folder holds two pages: index.html and report.md."""
@@ -145,7 +146,7 @@ class RunImages:
 
 def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
-    from reportgen import plots
+    from reportgen.render import plots
 
     bars = None
     if view.has_samples:
@@ -173,7 +174,7 @@ def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
 
 def _timeline_for(trace_file: Path) -> analysis.TimelineLayout:
     """Read a stored trace and lay out its representative iteration (the whole trace if it has no steps)."""
-    from reportgen import trace as trace_reader
+    from reportgen.traces import reader as trace_reader
 
     tr = trace_reader.read_trace(trace_file)
     step = analysis.representative_step(trace_reader.profiler_steps(tr))
@@ -259,7 +260,7 @@ def _trace_suffix(source: Path) -> str:
 def write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root: Path, base_url: str,
                 skipped: list[FailedPage]) -> int:
     """index.html, index.md, history charts, the latest/ redirect and the help page."""
-    from reportgen import plots
+    from reportgen.render import plots
 
     groups = analysis.history(digests)
     history_dir = root / "history"

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from reportgen import __version__, analysis
-from reportgen.bundle import RUN_FILE, list_run_dirs, load_run, parse_run_json
+from reportgen import __version__
+from reportgen.analysis import views as analysis
 from reportgen.errors import SiteError
-from reportgen.model import Run
-from reportgen.render import TEMPLATES_DIR
+from reportgen.model.run import Run
+from reportgen.render.jinja import TEMPLATES_DIR
 from reportgen.site.manifest import (
     DATA_DIR,
     MANIFEST_FILE,
@@ -24,7 +24,8 @@ from reportgen.site.manifest import (
     SiteRun,
 )
 from reportgen.site.pages import sha256_file
-from reportgen.withdrawn import read_withdrawn
+from reportgen.store.bundle import RUN_FILE, list_run_dirs, load_run, parse_run_json
+from reportgen.store.withdrawn import read_withdrawn
 
 
 @dataclass(frozen=True)

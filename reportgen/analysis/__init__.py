@@ -1,0 +1,1 @@
+"""Analysis: pure statistics and views over stored runs (summaries, history, timelines, ceilings)."""

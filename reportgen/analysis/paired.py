@@ -1,0 +1,236 @@
+"""Paired statistics over interleaved A/B rounds in sessions: pure functions, no I/O, no torch.
+
+A *round* holds one block of timing samples per side (base, head), taken back to back in
+ABBA order. Per round and side the block's median is taken; the round's ratio is
+``median(head) / median(base)``. Slow drift of the machine (clock, thermal, other tenants)
+moves both sides of a round together, so it cancels in the ratio; the ABBA order cancels a
+linear trend inside a pair of rounds too.
+
+A *session* is one pair of worker processes. Two processes running the same code differ by an
+amount fixed for their lifetime (memory placement, core, allocator state; measured on a 2-core VM:
+up to ±20 % at a cache-resident shape), identical in every round of the session, so rounds of
+one session cannot measure it. The session is therefore the unit: a session's ratio is the median
+of its rounds' ratios, and the interval is over sessions.
+
+Interval method: the Wilcoxon signed-rank 95 % interval (Hodges-Lehmann) for the centre of the
+logarithms of the per-session ratios: form the n(n+1)/2 Walsh averages (x_i + x_j)/2, i <= j, of the
+logs, take their median as the estimate and their k-th smallest and k-th largest as the interval, k
+the largest rank with 2 * P(W+ < k) <= 5 % under the exact null distribution of the signed-rank
+statistic W+ (its exact coverage, >= 95 %, is stated); back to ratios with exp. It needs at least 6
+sessions (with 6 the interval is the smallest and the largest ratio, 96.9 %).
+
+Why this interval: it assumes the sessions are independent and their log-ratios symmetric about
+the centre. For same code on both sides the symmetry is close to given: a session's offset is
+the difference of two processes' offsets drawn from nearly the same distribution (the same
+machine, the same way of starting them; not exactly, since base loads and warms first), and
+such a difference is symmetric about zero. Against the sign test (used up to 2026-12-02) it
+needs about two thirds of the sessions for the same width with normal-like data (asymptotic
+efficiency 0.955 against 0.637); re-scored on the recorded idle benchmark sessions it detected 9
+of 10 injected 10 % slowdowns where the sign test detected 6, with no A/A verdict changed to a
+regression (benchmarks/README.md).
+
+Outliers: a session's ratio is the median of its rounds' ratios, so one preempted block is
+ignored; a wild session (0.2 or 6, as single rounds gave under load) needs at least half its
+rounds disturbed. One wild session pulls the interval's end on its own side towards it, so the
+pair comes out inconclusive and runs more sessions. It moves the opposite end by at most n
+Walsh averages, no further than the k-th smallest (largest) Walsh average of the other sessions
+alone. The sign test moves by one order statistic; the signed-rank interval breaks down sooner
+when many sessions are wild (about 29 % of them against 50 %), and then says inconclusive or is
+wrong, so under heavy load read the spread between sessions in the comment. A t-interval would
+be widened on both sides; a percentile bootstrap over few values is too narrow (the false-alarm
+direction).
+
+Verdict against a threshold t (percent): *regression* when the whole interval of the ratio
+lies at or above 1 + t/100, *improvement* when it lies at or below 1 - t/100, *no change* when
+it lies strictly inside, *inconclusive* when it straddles either edge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from reportgen.analysis.stats import CONFIDENCE, median
+
+MIN_SESSIONS_FOR_INTERVAL = 6
+"""The fewest values with a 95 % signed-rank interval (with 5, even the extreme values cover only 93.8 %)."""
+
+
+
+class AbVerdict(str, Enum):
+    """The answer for one variant (or a whole pair)."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no change"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class SessionRounds:
+    """One session's blocks of samples (µs) of one variant: ``base[i]`` and ``head[i]`` are round i's."""
+
+    base: tuple[tuple[float, ...], ...]
+    head: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """One variant's paired result over ``rounds`` rounds in ``sessions`` sessions.
+
+    ``ratio`` is the Hodges-Lehmann estimate over the per-session ratios head/base (``session_ratios``, each
+    the median of that session's per-round ratios); ``ci_low``/``ci_high`` its signed-rank interval, whose
+    exact coverage (>= 95 %) is ``coverage``. ``base_noise_pct``/``head_noise_pct`` are the pair's own noise: the robust
+    spread (1.4826 x MAD of the logs, in percent, about a coefficient of variation) of one side's round
+    medians. ``ratio_noise_pct``: the same for the per-round ratios; ``process_noise_pct``: for the
+    per-session ratios (the difference between pairs of processes).
+    """
+
+    rounds: int
+    sessions: int
+    base_round_medians_us: tuple[float, ...]
+    head_round_medians_us: tuple[float, ...]
+    round_ratios: tuple[float, ...]
+    session_ratios: tuple[float, ...]
+    ratio: float
+    ci_low: float
+    ci_high: float
+    coverage: float
+    base_noise_pct: float
+    head_noise_pct: float
+    ratio_noise_pct: float
+    process_noise_pct: float
+    threshold_pct: float
+    verdict: AbVerdict
+
+    @property
+    def change_pct(self) -> float:
+        """(ratio - 1) in percent."""
+        return (self.ratio - 1.0) * 100.0
+
+    @property
+    def ci_low_pct(self) -> float:
+        return (self.ci_low - 1.0) * 100.0
+
+    @property
+    def ci_high_pct(self) -> float:
+        return (self.ci_high - 1.0) * 100.0
+
+
+def round_medians(rounds: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    """The median of each round's block of samples."""
+    return tuple(median(block) for block in rounds)
+
+
+def robust_spread_pct(values: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation of ``log(values)``, in percent: a standard deviation that one
+    disturbed round cannot inflate (it equals the sd for normal data). 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    logs = [math.log(v) for v in values]
+    center = median(logs)
+    return 1.4826 * median([abs(x - center) for x in logs]) * 100.0
+
+
+def signed_rank_counts(n: int) -> list[int]:
+    """``counts[t]``: how many of the 2**n sign assignments to the ranks 1..n give the signed-rank statistic W+ = t
+    (the exact null distribution, t = 0 .. n(n+1)/2)."""
+    top = n * (n + 1) // 2
+    counts = [1] + [0] * top
+    for rank in range(1, n + 1):
+        for t in range(top, rank - 1, -1):
+            counts[t] += counts[t - rank]
+    return counts
+
+
+def signed_rank_rank(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
+    """(k, coverage): the largest k with 2 * P(W+ <= k - 1) <= 1 - confidence, and the exact coverage
+    1 - 2 * P(W+ <= k - 1) of the interval [k-th smallest, k-th largest Walsh average]. k = 0: no interval."""
+    counts, total, alpha = signed_rank_counts(n), 2**n, 1.0 - confidence
+    tail, k = 0, 0
+    while k < len(counts) // 2 and 2 * (tail + counts[k]) <= alpha * total:
+        tail, k = tail + counts[k], k + 1
+    return (k, 1.0 - 2.0 * tail / total)
+
+
+def walsh_averages(values: Sequence[float]) -> list[float]:
+    """All (x_i + x_j) / 2 with i <= j, sorted."""
+    n = len(values)
+    return sorted((values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n))
+
+
+def session_interval(ratios: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+    """(estimate, low, high, coverage) of the ratios: the Hodges-Lehmann estimate and the Wilcoxon signed-rank
+    interval, both computed on the logs (see the module docstring)."""
+    n = len(ratios)
+    if n < MIN_SESSIONS_FOR_INTERVAL:
+        raise ValueError(f"an interval needs at least {MIN_SESSIONS_FOR_INTERVAL} values, got {n}")
+    if any(not (math.isfinite(r) and r > 0) for r in ratios):
+        raise ValueError("ratios must be positive and finite")
+    k, coverage = signed_rank_rank(n, confidence)
+    if k == 0:
+        raise ValueError(f"no {confidence:.0%} interval with {n} values")
+    walsh = walsh_averages([math.log(r) for r in ratios])
+    return (math.exp(median(walsh)), math.exp(walsh[k - 1]), math.exp(walsh[-k]), coverage)
+
+
+def verdict_for(ci_low: float, ci_high: float, threshold_pct: float) -> AbVerdict:
+    """Where the interval of the ratio lies against ±threshold (see the module docstring)."""
+    up, down = 1.0 + threshold_pct / 100.0, 1.0 - threshold_pct / 100.0
+    if ci_low >= up:
+        return AbVerdict.REGRESSION
+    if ci_high <= down:
+        return AbVerdict.IMPROVEMENT
+    if down < ci_low and ci_high < up:
+        return AbVerdict.NO_CHANGE
+    return AbVerdict.INCONCLUSIVE
+
+
+def round_ratios(session: SessionRounds) -> tuple[float, ...]:
+    """Per round: median(head block) / median(base block)."""
+    if len(session.base) != len(session.head) or not session.base:
+        raise ValueError(f"rounds differ or none: base {len(session.base)}, head {len(session.head)}")
+    base_med, head_med = round_medians(session.base), round_medians(session.head)
+    if any(m <= 0 for m in (*base_med, *head_med)):
+        raise ValueError("round medians must be positive times")
+    return tuple(h / b for h, b in zip(head_med, base_med, strict=True))
+
+
+def pair_stats(sessions: Sequence[SessionRounds], threshold_pct: float) -> PairStats:
+    """Paired statistics of one variant over its sessions (see the module docstring)."""
+    if threshold_pct <= 0:
+        raise ValueError("threshold_pct must be positive")
+    per_session = [round_ratios(s) for s in sessions]
+    session_ratios = tuple(median(r) for r in per_session)
+    ratio, low, high, coverage = session_interval(session_ratios)
+    base_med = tuple(m for s in sessions for m in round_medians(s.base))
+    head_med = tuple(m for s in sessions for m in round_medians(s.head))
+    ratios = tuple(r for rs in per_session for r in rs)
+    return PairStats(
+        rounds=len(ratios),
+        sessions=len(sessions),
+        base_round_medians_us=base_med,
+        head_round_medians_us=head_med,
+        round_ratios=ratios,
+        session_ratios=session_ratios,
+        ratio=ratio,
+        ci_low=low,
+        ci_high=high,
+        coverage=coverage,
+        base_noise_pct=robust_spread_pct(base_med),
+        head_noise_pct=robust_spread_pct(head_med),
+        ratio_noise_pct=robust_spread_pct(ratios),
+        process_noise_pct=robust_spread_pct(session_ratios),
+        threshold_pct=threshold_pct,
+        verdict=verdict_for(low, high, threshold_pct),
+    )
+
+
+def overall_verdict(verdicts: Sequence[AbVerdict]) -> AbVerdict:
+    """A pair's verdict: any regression; else any inconclusive; else any improvement; else no change."""
+    for v in (AbVerdict.REGRESSION, AbVerdict.INCONCLUSIVE, AbVerdict.IMPROVEMENT):
+        if v in verdicts:
+            return v
+    return AbVerdict.NO_CHANGE

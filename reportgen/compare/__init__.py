@@ -1,0 +1,1 @@
+"""Comparing two stored runs: the diff, its statistics and its report."""

@@ -1,0 +1,129 @@
+"""``reportgen doctor --device neuron``: one command a Trainium owner runs to get something to attach to an issue.
+
+It writes, into a new folder: ``diagnostics.json`` (versions, ``neuron-ls -j``, the NEURON_* /
+TORCH_NEURONX_* settings, the tools found, the profile's exit code and output, every file of the
+bundle it produced, and, with ``--profile-output``, what an existing capture folder holds and what
+neuron-explorer says of each session), the run bundle itself under ``store/``, the raw outputs, and
+then a ``.tar.gz`` of it all. It never fails because the profile failed: that is what it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from reportgen import __version__
+from reportgen.devices.neuron import explorer, hardware
+from reportgen.errors import ExitCode, UsageError
+
+DISTRIBUTIONS = ("torch", "torch-neuronx", "neuronx-cc")
+ENV_PREFIXES = ("NEURON_", "TORCH_NEURONX_", "REPORTGEN_")
+TAIL_CHARS = 4000
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    """Profile on neuron in a child process and write the diagnostics folder and its archive."""
+    out: Path = args.out
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"out {out}: exists and is not an empty folder; pick a new folder", field="out")
+    profile_output: Path | None = args.profile_output
+    if profile_output is not None and not profile_output.is_dir():
+        raise UsageError(f"profile_output {profile_output}: not a folder; pass a TorchNeuron profile_output/ folder",
+                         field="profile_output")
+    out.mkdir(parents=True, exist_ok=True)
+    ls = hardware.read_neuron_ls()
+    if ls.raw is not None:
+        (out / "neuron-ls.json").write_bytes(ls.raw)
+    diagnostics: dict[str, Any] = {
+        "reportgen_version": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "distributions": {d: _dist_version(d) for d in DISTRIBUTIONS},
+        "torch_neuronx_module": _module_version("torch_neuronx"),
+        "neuron_ls": {"instance_type": ls.instance_type, "logical_neuroncore_config": ls.lnc, "note": ls.note,
+                      "raw_file": "neuron-ls.json" if ls.raw is not None else None},
+        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "tools": {name: shutil.which(name) for name in ("neuron-explorer", "neuron-ls")},
+        "profile": _profile(out, args.scenario, args.timeout_s),
+        "bundle_files": _inventory(out / "store"),
+    }
+    if profile_output is not None:
+        diagnostics["profile_output"] = _explore_folder(profile_output, out / "profile_output-explorer")
+    (out / "diagnostics.json").write_text(json.dumps(diagnostics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    archive = out.with_name(out.name + ".tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(out, arcname=out.name)
+    code = diagnostics["profile"]["exit_code"]
+    print(f"profile exit code {code}: {diagnostics['profile']['stderr_last_line'] or 'no error output'}")
+    print(f"diagnostics: {out / 'diagnostics.json'}")
+    print(f"attach to the issue: {archive}")
+    return int(ExitCode.OK)
+
+
+def _profile(out: Path, scenario: str, timeout_s: float) -> dict[str, Any]:
+    """``reportgen profile --device neuron`` into ``out/store``, its output kept beside it."""
+    argv = [sys.executable, "-m", "reportgen", "profile", "--device", "neuron", "--scenario", scenario,
+            "--label", "doctor", "--quiet", "--store", str(out / "store")]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as exc:
+        return {"argv": argv[1:], "exit_code": None, "stderr_last_line": f"timed out after {timeout_s:g} s",
+                "stdout_tail": _text(exc.stdout)[-TAIL_CHARS:], "stderr_tail": _text(exc.stderr)[-TAIL_CHARS:]}
+    (out / "profile.stdout.txt").write_text(proc.stdout, encoding="utf-8")
+    (out / "profile.stderr.txt").write_text(proc.stderr, encoding="utf-8")
+    lines = proc.stderr.strip().splitlines()
+    return {"argv": argv[1:], "exit_code": proc.returncode, "stderr_last_line": lines[-1] if lines else "",
+            "stdout_tail": proc.stdout[-TAIL_CHARS:], "stderr_tail": proc.stderr[-TAIL_CHARS:]}
+
+
+def _inventory(folder: Path) -> list[dict[str, Any]]:
+    """Every file under ``folder``: path relative to it and size (links are listed, not followed)."""
+    if not folder.is_dir():
+        return []
+    return [{"path": p.relative_to(folder).as_posix(), "size_bytes": p.lstat().st_size, "link": p.is_symlink()}
+            for p in sorted(folder.rglob("*")) if p.is_file() or p.is_symlink()]
+
+
+def _explore_folder(profile_output: Path, dest: Path) -> dict[str, Any]:
+    """What a capture folder holds and neuron-explorer's raw outputs for each session in it."""
+    sessions = sorted({p.parent for p in profile_output.rglob("*.ntff") if not p.is_symlink()})
+    explored = []
+    for i, session in enumerate(sessions):
+        found = explorer.explore(session, 0, dest / f"session-{i}")
+        for name, raw in found.raw.items():
+            (dest / f"session-{i}" / name).write_bytes(raw)
+        explored.append({"session": session.relative_to(profile_output).as_posix(), "tool": found.tool,
+                         "notes": list(found.notes), "summary": found.summary, "counters_total": found.counters,
+                         "raw_outputs": sorted(f"profile_output-explorer/session-{i}/{n}" for n in found.raw)})
+    return {"path": str(profile_output), "files": _inventory(profile_output), "sessions": explored}
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _module_version(name: str) -> str:
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is a diagnostic, not a crash
+        return f"cannot import: {type(exc).__name__}: {exc}"
+    return str(getattr(module, "__version__", "imported, no __version__"))
+
+
+def _text(value: str | bytes | None) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value or ""

@@ -1,0 +1,1 @@
+"""Rendering: the Jinja environment and its filters, and the plots."""

@@ -1,0 +1,76 @@
+"""Withdrawn runs: ``<store>/withdrawn.json`` lists runs taken out of the history, and why.
+
+Bundles are immutable, so ``reportgen rm`` never deletes or edits one: it records the withdrawal
+in this one versioned file beside the bundles (a file, so the store's listing of run folders
+ignores it). Withdrawn runs are skipped by history, ``latest~N`` and ``reportgen runs`` (unless
+asked), and their permanent page says that they were withdrawn and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from reportgen.errors import BundleError
+from reportgen.model.codec import from_jsonable, to_jsonable
+
+WITHDRAWN_FILE = "withdrawn.json"
+WITHDRAWN_SCHEMA_VERSION = 1
+MAX_REASON_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """One withdrawn run: when, and the reason given."""
+
+    run_id: str
+    withdrawn_utc: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class WithdrawnFile:
+    """The content of ``withdrawn.json``."""
+
+    schema_version: int
+    withdrawals: tuple[Withdrawal, ...] = ()
+
+
+def read_withdrawn(store: Path) -> dict[str, Withdrawal]:
+    """Run id -> its withdrawal; empty when the store has no ``withdrawn.json``."""
+    path = store / WITHDRAWN_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{path}: cannot be read ({exc}); restore it from git or delete it") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{path}: not valid JSON ({exc}); restore it from git or delete it") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= WITHDRAWN_SCHEMA_VERSION:
+        raise BundleError(f"{path}: field 'schema_version' is {version!r}; this reportgen reads "
+                          f"{WITHDRAWN_SCHEMA_VERSION} (upgrade reportgen, or restore the file)")
+    doc = from_jsonable(WithdrawnFile, data, path)
+    return {w.run_id: w for w in doc.withdrawals}
+
+
+def write_withdrawn(store: Path, withdrawals: dict[str, Withdrawal]) -> None:
+    """Replace ``withdrawn.json`` atomically (temporary file, then rename)."""
+    doc = WithdrawnFile(WITHDRAWN_SCHEMA_VERSION, tuple(withdrawals[k] for k in sorted(withdrawals)))
+    text = json.dumps(to_jsonable(doc), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=".withdrawn.", suffix=".tmp", dir=store)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, store / WITHDRAWN_FILE)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,1 @@
+"""Pure text helpers every layer may use: terminal and Markdown escaping, number formatting."""

@@ -1,0 +1,1 @@
+"""Traces: reading Kineto traces, op tables, step breakdowns, importing traces and Neuron profiles."""

@@ -26,7 +26,7 @@ report: setup
 
 test: setup
 	$(BIN)/ruff check reportgen scenarios tests benchmarks
-	$(BIN)/mypy reportgen
+	$(BIN)/mypy --strict reportgen
 	$(BIN)/python -m pytest
 
 clean-venv:

@@ -46,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 from machine import reference_loop_s  # noqa: E402  benchmarks/machine.py, beside this script
 
 from reportgen.model.run import OpRow, Run  # noqa: E402
-from reportgen.store.bundle import load_run, write_bundle  # noqa: E402
+from reportgen.store.loader import load_run  # noqa: E402
+from reportgen.store.writer import write_bundle  # noqa: E402
 
 
 def _stamp(i: int) -> tuple[str, str]:

@@ -29,7 +29,7 @@ from machine import reference_loop_s  # benchmarks/machine.py, beside this scrip
 
 from reportgen.analysis.stats import summarize
 from reportgen.devices.cpu import CpuBackend
-from reportgen.profile.measure import MeasureSettingsIn, VariantInputs, measure_variant
+from reportgen.profile.measure import MeasureContext, MeasureSettingsIn, VariantInputs, measure_variant
 from reportgen.scenario.loader import load_scenario, parse_shape
 
 TARGET_RATIO_DEVIATION = 0.10
@@ -44,8 +44,8 @@ def step_durations_us(trace_file: Path) -> list[float]:
 def ours_once(backend: CpuBackend, variant: Any, inputs: VariantInputs, samples: int,
               work: Path) -> tuple[float, list[float]]:
     """reportgen's measurement of one variant: its median per-call time, and its profiled step durations."""
-    outcome = measure_variant(backend, variant, inputs, MeasureSettingsIn(samples=samples), work,
-                              lambda m: print(m, file=sys.stderr))
+    ctx = MeasureContext(backend, inputs, MeasureSettingsIn(samples=samples), lambda m: print(m, file=sys.stderr))
+    outcome = measure_variant(ctx, variant, work)
     summary = summarize(outcome.result.samples_us)
     assert summary is not None
     return summary.median_us, step_durations_us(outcome.trace_file) if outcome.trace_file else []

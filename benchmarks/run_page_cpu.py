@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reportgen.site import pages as site  # noqa: E402
-from reportgen.store.bundle import load_run  # noqa: E402
+from reportgen.store.loader import load_run  # noqa: E402
 
 BUNDLE = ROOT / "benchmarks" / "data" / "20261130T052940Z-cpu-286a49"
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import ConfigError, UsageError
+from reportgen.text.terminal import printable
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -270,7 +271,3 @@ def print_config(config: Config) -> None:
     for key, shown, origin in config.describe():
         print(f"{key:<{width}}  {printable(shown)}  [{printable(origin)}]")
 
-
-def printable(text: str) -> str:
-    """``text`` safe for one terminal line (control and bidi characters become U+FFFD)."""
-    return "".join(c if c.isprintable() or c == " " else "\ufffd" for c in text)

@@ -23,7 +23,7 @@ from reportgen.model.run import (
     VariantResult,
     VariantStatus,
 )
-from reportgen.store.bundle import write_bundle
+from reportgen.store.writer import write_bundle
 
 NAIVE_OPS = (
     OpRow("aten::mul", 3, 300.0, 300.0, 0.0, 0.0, "[[4, 64], [4, 64]]"),
@@ -117,11 +117,11 @@ def write_synthetic(store: Path, run: Run) -> Path:
 
 
 def fail_in_round(monkeypatch: Any, fn: Any, round_no: int) -> dict[str, int]:
-    """Make ``measure._samples`` raise "out of memory (simulated)" on ``fn``'s ``round_no``-th block (deterministic,
+    """Make ``timing._samples`` raise "out of memory (simulated)" on ``fn``'s ``round_no``-th block (deterministic,
     no timing); the other blocks run for real. Returns the counter of ``fn``'s blocks."""
-    from reportgen.profile import measure
+    from reportgen.profile import timing
 
-    real_samples, blocks = measure._samples, {"blocks": 0}
+    real_samples, blocks = timing._samples, {"blocks": 0}
 
     def samples(backend, f, args, n, calls):  # type: ignore[no-untyped-def]
         if f is fn:
@@ -130,5 +130,5 @@ def fail_in_round(monkeypatch: Any, fn: Any, round_no: int) -> dict[str, int]:
                 raise RuntimeError("out of memory (simulated)")
         return real_samples(backend, f, args, n, calls)
 
-    monkeypatch.setattr(measure, "_samples", samples)
+    monkeypatch.setattr(timing, "_samples", samples)
     return blocks

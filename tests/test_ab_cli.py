@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from reportgen.store.bundle import load_store
+from reportgen.store.loader import load_store
 from reportgen.text.markdown import md_escape
 
 TINY = '''"""A tiny RMSNorm for A/B tests; its description names the checkout whose package it imported."""
@@ -247,7 +247,7 @@ def test_huge_pages_reach_the_workers_environment_and_their_fingerprint(tmp_path
     """The variable is set in the workers only (torch reads it at its first allocation), and each worker records it."""
     import os
 
-    from reportgen.ab.command import ProcessWorker, worker_environment
+    from reportgen.ab.process import ProcessWorker, worker_environment
     from reportgen.ab.settings import AbSettings
 
     monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")
@@ -308,7 +308,7 @@ def test_scenario_parameters_reach_both_workers_from_the_flag_and_the_config(tmp
 
 
 def test_the_comment_names_each_sides_parameters_where_they_differ() -> None:
-    from reportgen.ab.command import _params_text
+    from reportgen.ab.report import _params_text
 
     assert _params_text({}, {}) == ""
     assert _params_text({"eps": "1e-05", "dim": "-1"}, {"dim": "-1", "eps": "1e-05"}) == "dim=-1, eps=1e-05"

@@ -11,14 +11,17 @@ from typing import Any
 
 import pytest
 
-from reportgen.ab.command import ab_json, render_ab_markdown, render_scenario_only, store_pair
-from reportgen.ab.coordinator import PairResult, SideFailed, VariantKind, coordinate
+from reportgen.ab.bundles import store_pair
+from reportgen.ab.coordinator import coordinate
+from reportgen.ab.pair import PairResult, VariantKind
+from reportgen.ab.report import ab_json, render_ab_markdown, render_scenario_only
+from reportgen.ab.session import SideFailed
 from reportgen.ab.settings import AbSettings
 from reportgen.analysis.paired import AbVerdict
 from reportgen.errors import ExitCode, UsageError
 from reportgen.model.codec import to_jsonable
 from reportgen.model.run import Environment, GitInfo
-from reportgen.store.bundle import load_run, load_store
+from reportgen.store.loader import load_run, load_store
 from reportgen.text.markdown import md_escape
 
 ENV = to_jsonable(Environment(hostname="testhost", platform="Linux", python_version="3.11.7", cpu_model="Test CPU",

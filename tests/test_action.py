@@ -24,7 +24,7 @@ from user_repo_kit import ADD_RMSNORM, git, write_user_package
 from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
 from reportgen.ci import ACTION_SCRIPT
 from reportgen.ci.comment import GitHub, post_or_update
-from reportgen.compare.command import MARKER
+from reportgen.compare.report import MARKER
 
 ACTION = ROOT / "action.yml"
 WORKFLOW = ROOT / ".github" / "workflows" / "reportgen.yml"

@@ -12,7 +12,7 @@ from factories import synthetic_run, write_synthetic
 from reportgen.devices import allocator
 from reportgen.devices import host as environment
 from reportgen.site.pages import write_run_page
-from reportgen.store.bundle import load_run
+from reportgen.store.loader import load_run
 from reportgen.text.markdown import md_escape
 
 

@@ -353,7 +353,7 @@ def test_unlinked_device_work_has_an_unknown_idle_cause_and_no_launcher() -> Non
 def test_import_stores_the_breakdown_in_run_json(tmp_path: Path) -> None:
     from datetime import datetime, timezone
 
-    from reportgen.store.bundle import load_run
+    from reportgen.store.loader import load_run
     from reportgen.traces.importer import ImportRequest, import_run
 
     folder = import_run(ImportRequest(REAL_TRACES_DIR), tmp_path / "store", now=datetime(2026, 12, 1, tzinfo=timezone.utc))

@@ -10,7 +10,7 @@ import pytest
 
 from reportgen.errors import TraceError
 from reportgen.model.run import DeviceKind, TimeBasis
-from reportgen.store.bundle import load_run
+from reportgen.store.loader import load_run
 from reportgen.traces.importer import ImportRequest, import_run
 from reportgen.traces.optable import UNATTRIBUTED_ROW, build_op_table
 from reportgen.traces.reader import read_trace_bytes

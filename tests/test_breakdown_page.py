@@ -11,9 +11,9 @@ from pathlib import Path
 from conftest import REAL_TRACES_DIR
 
 from reportgen import site
-from reportgen.analysis.views import run_view
-from reportgen.render.jinja import fmt_pct, fmt_us
-from reportgen.store.bundle import load_run
+from reportgen.analysis.run_view import run_view
+from reportgen.store.loader import load_run
+from reportgen.text.formatting import fmt_pct, fmt_us
 from reportgen.traces.importer import ImportRequest, import_run
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)

@@ -30,12 +30,12 @@ from browser import (
     serve,
     serve_site,
 )
-from conftest import ROOT, REAL_TRACES_DIR, run_cli
+from conftest import REAL_TRACES_DIR, ROOT, run_cli
 from factories import chrome_trace, synthetic_run, write_synthetic
 
 from reportgen.model.run import RunSource
 from reportgen.site import build_site
-from reportgen.store.bundle import list_run_dirs, load_run
+from reportgen.store.loader import list_run_dirs, load_run
 
 pytestmark = pytest.mark.browser
 

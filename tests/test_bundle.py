@@ -11,18 +11,9 @@ from factories import synthetic_run, write_synthetic
 
 from reportgen.errors import BundleError, ConflictError
 from reportgen.model.run import SCHEMA_VERSION, DeviceKind, RunSource
-from reportgen.store.bundle import (
-    artifact_member,
-    format_utc,
-    load_run,
-    load_store,
-    new_run,
-    resolve_run_dir,
-    run_to_json,
-    safe_component,
-    slug,
-    trace_member,
-)
+from reportgen.store.layout import NewRunRequest, artifact_member, format_utc, new_run, safe_component, slug, trace_member
+from reportgen.store.loader import load_run, load_store, resolve_run_dir
+from reportgen.store.runjson import run_to_json
 
 
 def test_round_trip_is_exact(tmp_path: Path) -> None:
@@ -44,9 +35,9 @@ def test_the_bundle_names_its_members_and_times() -> None:
 def test_new_run_stamps_schema_id_and_time() -> None:
     template = synthetic_run()
     moment = datetime(2026, 11, 30, 4, 55, tzinfo=timezone.utc)
-    run = new_run(moment, DeviceKind.CUDA, "my change", RunSource.IMPORT, "salt", git=template.git,
-                  environment=template.environment, peak=template.peak, scenario=template.scenario,
-                  variants=template.variants)
+    run = new_run(NewRunRequest(moment, DeviceKind.CUDA, "my change", RunSource.IMPORT, "salt", git=template.git,
+                                environment=template.environment, peak=template.peak, scenario=template.scenario,
+                                variants=template.variants))
     assert run.schema_version == SCHEMA_VERSION and run.created_utc == "2026-11-30T04:55:00Z"
     assert run.run_id.startswith("20261130T045500Z-cuda-my-change-") and len(run.run_id.rsplit("-", 1)[1]) == 6
     assert (run.source, run.device, run.settings, run.notes) == (RunSource.IMPORT, DeviceKind.CUDA, None, ())

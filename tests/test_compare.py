@@ -19,21 +19,9 @@ from markdown_it import MarkdownIt
 
 from reportgen.analysis.stats import METHOD
 from reportgen.cli import main
-from reportgen.compare.command import (
-    MARKER,
-    MAX_COMMENT_CHARS,
-    Comparison,
-    Outcome,
-    Pairing,
-    RunRef,
-    VariantChange,
-    Verdict,
-    comment_length,
-    compare_runs,
-    comparison_json,
-    render_markdown,
-    run_page_url,
-)
+from reportgen.compare.diff import compare_runs
+from reportgen.compare.model import Comparison, Outcome, Pairing, RunRef, VariantChange, Verdict
+from reportgen.compare.report import MARKER, MAX_COMMENT_CHARS, comment_length, comparison_json, render_markdown, run_page_url
 from reportgen.errors import CompareError, UsageError
 from reportgen.model.run import (
     AbInfo,
@@ -46,7 +34,7 @@ from reportgen.model.run import (
     VariantResult,
     VariantStatus,
 )
-from reportgen.store.bundle import load_store
+from reportgen.store.loader import load_store
 
 REAL_STORE = Path(__file__).resolve().parent / "data" / "compare" / "real-store"
 REAL_BASE = "20261130T050311Z-cpu-base-4be6d1"

@@ -22,7 +22,7 @@ from factories import chrome_trace, synthetic_run, write_synthetic
 from hostile import tree_hash, write_trace
 
 from reportgen.site import build_site, renderer_version
-from reportgen.store.bundle import load_store
+from reportgen.store.loader import load_store
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = "1800000000"
@@ -158,7 +158,7 @@ def test_build_while_runs_are_imported(world: tuple[Path, Path], tmp_path: Path,
         write_trace(traces / f"r{i}.json", chrome_trace(steps=40))
     before = {r.run_id for r in load_store(store)}
     # 1. the import stopped just before its bundle is renamed into place (its temporary folder is in the store)
-    imp = _start_paused("reportgen.store.bundle:_fsync_dir", "import", str(traces / "r0.json"), "--store", str(store),
+    imp = _start_paused("reportgen.store.writer:_fsync_dir", "import", str(traces / "r0.json"), "--store", str(store),
                         "--label", "concurrent 0")
     assert [p for p in store.iterdir() if p.name.startswith(".tmp-")]
     code_b, _, err_b = _finish(_start("build", "--runs", str(store), "--out", str(site)))

@@ -4,7 +4,6 @@ flags over environment over file over defaults, and a bad value as one line nami
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -171,20 +170,18 @@ def test_scenarios_names_lists_what_profile_runs_by_default_without_loading(
 
 
 def test_ab_takes_threshold_and_device_defaults_from_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import argparse
-
     import reportgen.ab.command
+    from reportgen.ab.command import AbRequest
 
-    seen: list[tuple[argparse.Namespace, Path, Any]] = []
-    monkeypatch.setattr(reportgen.ab.command, "run_ab_command",
-                        lambda args, store, params: seen.append((args, store, params)) or 0)
+    seen: list[AbRequest] = []
+    monkeypatch.setattr(reportgen.ab.command, "run_ab_command", lambda request: seen.append(request) or 0)
     monkeypatch.chdir(tmp_path)
     for var in ("REPORTGEN_STORE", "REPORTGEN_DEVICE"):
         monkeypatch.delenv(var, raising=False)
     write(tmp_path / "reportgen.toml", 'threshold = 12\ndevice = "cpu"\nstore = "st"\nparams = { eps = "1e-5" }\n')
     assert main(["ab", "--base", ".", "--head", "."]) == 0
     assert main(["ab", "--base", ".", "--head", ".", "--threshold", "3", "--device", "auto"]) == 0
-    (first, store, params), (second, _, _) = seen
-    assert (first.threshold, first.device, store) == (12.0, "cpu", tmp_path.resolve() / "st")
-    assert dict(params) == {"eps": "1e-5"}  # the scenario parameters' defaults, for both workers
-    assert (second.threshold, second.device) == (3.0, "auto")
+    first, second = seen
+    assert (first.settings.threshold_pct, first.settings.device, first.store) == (12.0, "cpu", tmp_path.resolve() / "st")
+    assert dict(first.settings.param_defaults) == {"eps": "1e-5"}  # the scenario parameters' defaults, for both workers
+    assert (second.settings.threshold_pct, second.settings.device) == (3.0, "auto")

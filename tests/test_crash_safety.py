@@ -23,7 +23,7 @@ from hostile import snapshot, stray_temp_entries, tree_hash, write_trace
 
 from reportgen.site import build_site
 from reportgen.site.publish import publish_site
-from reportgen.store.bundle import load_run, load_store
+from reportgen.store.loader import load_run, load_store
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = {"SOURCE_DATE_EPOCH": "1800000000"}
@@ -309,7 +309,7 @@ def test_publish_killed_at_random_moments(old_and_new_site: tuple[Path, Path, Pa
 
 
 def test_only_dead_processes_temporary_folders_on_this_host_are_removed(tmp_path: Path) -> None:
-    from reportgen.store.bundle import make_temp_dir, remove_stale_temp_dirs, temp_owner_tag
+    from reportgen.store.writer import make_temp_dir, remove_stale_temp_dirs, temp_owner_tag
 
     host = temp_owner_tag().rsplit("-p", 1)[0]
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,

@@ -9,12 +9,12 @@ import pytest
 
 from reportgen import devices
 from reportgen.cli import build_parser
-from reportgen.compare import command as compare
+from reportgen.compare import diff as compare
 from reportgen.devices.lanes import Lane
 from reportgen.devices.spec import TraceFacts
 from reportgen.errors import DeviceUnavailable
 from reportgen.model.run import DeviceKind, Environment
-from reportgen.traces.reader import lane_of
+from reportgen.traces.events import lane_of
 
 
 def _device_choices(command: str) -> list[str]:

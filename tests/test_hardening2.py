@@ -26,9 +26,12 @@ from reportgen.cli import main
 from reportgen.errors import BundleError, ScenarioError, UsageError
 from reportgen.model.run import SCHEMA_VERSION
 from reportgen.scenario import loader as scenario_mod
-from reportgen.store import bundle
-from reportgen.store.bundle import RUN_FILE, load_store, run_to_json, temp_owner_tag
-from reportgen.traces import importer
+from reportgen.store import writer
+from reportgen.store.layout import RUN_FILE
+from reportgen.store.loader import load_store, load_store_tolerant
+from reportgen.store.runjson import run_to_json
+from reportgen.store.writer import temp_owner_tag
+from reportgen.traces import staging
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-bbb222"
@@ -109,7 +112,7 @@ def test_import_does_not_hang_when_the_disk_fills_while_the_gzip_copy_closes(
         def close(self) -> None:  # the last compressed block is flushed here: the disk is full by then
             raise _enospc(getattr(self.fileobj, "name", "?"))
 
-    monkeypatch.setattr(importer.gzip, "GzipFile", FullDiskGzip)
+    monkeypatch.setattr(staging.gzip, "GzipFile", FullDiskGzip)
     code = _finishes(lambda: main(["import", str(trace), "--store", str(store)]))
     msg = _one_error(capsys)
     assert code == 3
@@ -122,14 +125,14 @@ def test_import_into_a_full_store_is_one_line_naming_the_path(
     trace = write_trace(tmp_path / "t.json", chrome_trace())
     store = _store_with_a(tmp_path)
     before = snapshot(store)
-    real = bundle._write_member
+    real = writer._write_member
 
     def full(root: Path, rel: str, content: object) -> None:
         if rel == RUN_FILE:
             raise _enospc(root / rel)
         real(root, rel, content)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(bundle, "_write_member", full)
+    monkeypatch.setattr(writer, "_write_member", full)
     assert main(["import", str(trace), "--store", str(store)]) == 3
     msg = _one_error(capsys)
     assert msg.startswith(f"{store}/.tmp-") and msg.endswith(
@@ -146,7 +149,7 @@ def test_import_into_a_read_only_store_is_one_line_naming_the_path(
     def read_only(*args: object, **kwargs: object) -> str:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(kwargs.get("dir")))
 
-    monkeypatch.setattr(bundle.tempfile, "mkdtemp", read_only)
+    monkeypatch.setattr(writer.tempfile, "mkdtemp", read_only)
     assert main(["import", str(trace), "--store", str(store)]) == 3
     assert _one_error(capsys) == (f"{store}: cannot write (Read-only file system); choose another folder")
     assert snapshot(store) == before
@@ -218,14 +221,14 @@ def test_profile_with_a_full_store_keeps_the_measurement_and_says_where(
     system_tmp.mkdir()
     before = snapshot(store)
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
-    real = bundle._write_member
+    real = writer._write_member
 
     def full(root: Path, rel: str, content: object) -> None:
         if root.parent == store:
             raise _enospc(root / rel)
         real(root, rel, content)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(bundle, "_write_member", full)
+    monkeypatch.setattr(writer, "_write_member", full)
     assert main(_profile(scenario, store)) == 3
     msg = _one_error(capsys)
     assert snapshot(store) == before
@@ -250,7 +253,7 @@ def test_profile_with_a_read_only_temp_folder_is_one_line(
     def read_only(*args: object, **kwargs: object) -> str:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(kwargs.get("dir")))
 
-    monkeypatch.setattr(bundle.tempfile, "mkdtemp", read_only)
+    monkeypatch.setattr(writer.tempfile, "mkdtemp", read_only)
     assert main(_profile(scenario, store)) == 3
     assert _one_error(capsys) == f"{system_tmp}: cannot write (Read-only file system); choose another folder"
     assert snapshot(store) == before
@@ -299,7 +302,7 @@ def test_write_bundle_refuses_what_its_loader_would_reject(tmp_path: Path) -> No
     run = synthetic_run(variants=(variant("a", 10.0), replace(variant("b", 10.0), description="x\x00y")))
     with pytest.raises(BundleError, match=r"run\.json: field 'variants\[1\]\.description': contains a NUL "
                                           r"character; the run was not stored"):
-        bundle.write_bundle(tmp_path / "store", run, {})
+        writer.write_bundle(tmp_path / "store", run, {})
     assert not (tmp_path / "store").exists() or list((tmp_path / "store").iterdir()) == []
 
 
@@ -467,7 +470,7 @@ def test_profile_into_a_store_that_is_a_file(tmp_path: Path, capsys: pytest.Capt
 def test_load_store_tolerant_returns_the_good_runs_and_names_the_bad(tmp_path: Path) -> None:
     store = _store_with_a(tmp_path)
     path = _bundle_b(store, lambda d: d.update(schema_version=9))
-    runs, problems = bundle.load_store_tolerant(store)
+    runs, problems = load_store_tolerant(store)
     assert [r.run_id for r in runs] == [RUN_A]
     assert [p.message for p in problems] == [f"{path}: field 'schema_version' is 9, newer than this reportgen "
                                              f"reads ({SCHEMA_VERSION}); upgrade reportgen"]

@@ -25,7 +25,9 @@ from hypothesis import strategies as st
 from reportgen import site as site_builder
 from reportgen.cli import main
 from reportgen.errors import ExitCode, TraceError
-from reportgen.store.bundle import RUN_FILE, is_valid_run_id, load_store, run_to_json
+from reportgen.store.layout import RUN_FILE, is_valid_run_id
+from reportgen.store.loader import load_store
+from reportgen.store.runjson import run_to_json
 from reportgen.traces.reader import read_trace_bytes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,14 +9,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, REAL_TRACES_DIR
+from conftest import REAL_TRACES_DIR, ROOT
 
 from reportgen.cli import main
 from reportgen.errors import TraceError
 from reportgen.model.run import DeviceKind, RunSource, TimeBasis
-from reportgen.store.bundle import format_utc, load_run, trace_member
+from reportgen.store.layout import format_utc, trace_member
+from reportgen.store.loader import load_run
 from reportgen.traces import importer
-from reportgen.traces.importer import ImportRequest, import_run, plan_import, variant_name_for
+from reportgen.traces.import_plan import plan_import, variant_name_for
+from reportgen.traces.importer import ImportRequest, import_run
 from reportgen.traces.optable import UNATTRIBUTED_ROW, build_op_table
 from reportgen.traces.reader import read_trace_bytes
 

@@ -10,7 +10,6 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pytest
 from conftest import REAL_TRACES_DIR
 from factories import chrome_trace
 

@@ -14,9 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, REAL_TRACES_DIR
-from factories import chrome_trace
-from hostile import write_trace
+from conftest import REAL_TRACES_DIR, ROOT
 from wheel_kit import InstalledWheel
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,9 @@ from factories import fail_in_round
 
 from reportgen.devices.cpu import CpuBackend
 from reportgen.model.run import VariantStatus
-from reportgen.profile import measure
-from reportgen.profile.measure import MeasureSettingsIn, VariantInputs, measure_variants, round_blocks, round_order
+from reportgen.profile import timing
+from reportgen.profile.measure import MeasureContext, MeasureSettingsIn, VariantInputs, measure_variants
+from reportgen.profile.timing import round_blocks, round_order
 from reportgen.scenario.loader import Tolerance, Variant
 
 
@@ -47,7 +48,7 @@ def test_samples_are_taken_in_rounds_of_every_variant(tmp_path: Path, monkeypatc
         taken.append((names[fn], n))
         return [1.0] * n
 
-    monkeypatch.setattr(measure, "_samples", fake_samples)
+    monkeypatch.setattr(timing, "_samples", fake_samples)
     variants = []
     for name in ("a", "b"):
         def fn(x: torch.Tensor) -> torch.Tensor:
@@ -57,7 +58,8 @@ def test_samples_are_taken_in_rounds_of_every_variant(tmp_path: Path, monkeypatc
     settings = MeasureSettingsIn(samples=8, warmup=1, calls_per_sample=1, profile_wait=0, profile_warmup=0,
                                  profile_active=1)
     steps: list[int] = []
-    out = measure_variants(CpuBackend(), variants, _inputs(), settings, lambda _m: None, step=lambda: steps.append(1))
+    out = measure_variants(MeasureContext(CpuBackend(), _inputs(), settings, lambda _m: None), variants,
+                           step=lambda: steps.append(1))
     abba = [("a", 1), ("b", 1), ("b", 1), ("a", 1), ("b", 1), ("a", 1), ("a", 1), ("b", 1)]  # four rounds, ABBA
     assert taken == abba * 2  # 8 samples: 8 rounds of one
     assert [o.result.status for o in out] == [VariantStatus.OK, VariantStatus.OK]
@@ -75,7 +77,7 @@ def test_a_variant_failing_in_a_round_is_failed_and_the_others_finish(tmp_path: 
     settings = MeasureSettingsIn(samples=20, warmup=1, calls_per_sample=2, profile_wait=0, profile_warmup=0,
                                  profile_active=1)
     messages: list[str] = []
-    good, bad = measure_variants(CpuBackend(), variants, _inputs(), settings, messages.append)
+    good, bad = measure_variants(MeasureContext(CpuBackend(), _inputs(), settings, messages.append), variants)
     assert good.result.status is VariantStatus.OK and len(good.result.samples_us) == 20
     assert bad.result.status is VariantStatus.FAILED and "out of memory (simulated)" in (bad.result.error or "")
     assert blocks["blocks"] == 3 and not bad.result.ops  # out of the later rounds, and never profiled
@@ -110,13 +112,13 @@ def test_a_profile_whose_trace_has_a_device_lane_gets_the_breakdown_an_import_ge
 
     settings = MeasureSettingsIn(samples=5, warmup=1, calls_per_sample=1, profile_wait=0, profile_warmup=0,
                                  profile_active=2)
-    with_lane = measure_variants(WithDeviceLane(), [(Variant("v", "v", _double), tmp_path / "a")], _inputs(), settings,
-                                 lambda _m: None)[0].result
+    with_lane = measure_variants(MeasureContext(WithDeviceLane(), _inputs(), settings, lambda _m: None),
+                                 [(Variant("v", "v", _double), tmp_path / "a")])[0].result
     b = with_lane.breakdown
     assert b is not None and b.device_work_count == 2 and b.device_busy_us == pytest.approx(50.0)
     assert [(k.name, k.count, k.total_us) for k in b.kernels] == [("my_mul_kernel", 2, pytest.approx(50.0))]
-    cpu_only = measure_variants(CpuBackend(), [(Variant("v", "v", _double), tmp_path / "b")], _inputs(), settings,
-                                lambda _m: None)[0].result
+    cpu_only = measure_variants(MeasureContext(CpuBackend(), _inputs(), settings, lambda _m: None),
+                                [(Variant("v", "v", _double), tmp_path / "b")])[0].result
     assert cpu_only.breakdown is None  # no device lane: nothing to break down
 
 
@@ -125,6 +127,6 @@ def test_a_sample_is_timed_by_the_clock_it_is_given() -> None:
     sample's calls, and divides by the calls."""
     readings = iter([0, 4_000, 10_000, 16_000])  # nanoseconds
     calls: list[int] = []
-    args = measure.CallArgs((torch.ones(4),), fresh=False)
-    samples = measure._samples(CpuBackend(), lambda x: calls.append(1), args, 2, 2, clock=lambda: next(readings))
+    args = timing.CallArgs((torch.ones(4),), fresh=False)
+    samples = timing._samples(CpuBackend(), lambda x: calls.append(1), args, 2, 2, clock=lambda: next(readings))
     assert samples == [2.0, 3.0] and len(calls) == 4  # µs per call: 4,000 ns / 2 calls, 6,000 ns / 2 calls

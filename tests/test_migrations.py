@@ -15,7 +15,8 @@ from reportgen.cli import main
 from reportgen.errors import BundleError
 from reportgen.model import migrations
 from reportgen.model.run import SCHEMA_VERSION
-from reportgen.store.bundle import load_run, parse_run_json, run_to_json
+from reportgen.store.loader import load_run
+from reportgen.store.runjson import parse_run_json, run_to_json
 
 V1_ID = "20261130T050311Z-cpu-base-4be6d1"
 V1_BUNDLE = ROOT / "tests" / "data" / "bundles" / "v1" / V1_ID

@@ -4,7 +4,9 @@ No Trainium here: these tests check that reportgen drives the documented TorchNe
 (NeuronConfig as experimental_config with neff_cache_dir, NeuronProfiler.export_trace as
 on_trace_ready, CPU + PrivateUse1 activities, torch.neuron.synchronize / is_available, compile
 backend "neuron"), calls neuron-explorer in its documented form on each variant's session
-folder, and shows what it returns in the report. They do not show that it works on hardware.
+folder, and shows what it returns in the report. The fake neuron-ls prints a real trn2.3xlarge
+capture and the fake explorer real counter names (tests/data/neuron/). They do not show that it
+works on hardware.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from stand_ins import fake_tools
 
 from reportgen.devices.neuron.device import NeuronBackend
 from reportgen.model.run import TimeBasis
-from reportgen.store.bundle import load_store
+from reportgen.store.loader import load_store
 from reportgen.text.markdown import md_escape
 
 STAND_INS = ROOT / "tests" / "stand_ins"
 OLDER_STAND_IN = STAND_INS / "older"
+XLA_STAND_IN = STAND_INS / "xla"
 MIN_BYTES = (2 * 2 * 64 + 64) * 4  # rmsnorm --shape 2,64 float32: read x and w, write y
 STEPS = 3  # the profiler schedule's active steps
 
@@ -57,9 +60,9 @@ def stand_in(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 def _variant_spec(ratio: int, per_step_execs: int, copyout: int = 0) -> dict[str, Any]:
     moved = ratio * MIN_BYTES * STEPS
     record = fake_tools.summary_record(0.0004 * STEPS * per_step_execs, moved // 2, moved - moved // 2,
-                                       mbu_estimated_percent=1.5 * ratio, dma_transfer_count=4 * per_step_execs,
-                                       vector_engine_active_time_percent=40.0, scalar_engine_active_time_percent=12.5)
-    return {"summary_json": {"summary": [record]},
+                                       mbu_estimated_percent=0.015 * ratio, dma_transfer_count=4 * per_step_execs,
+                                       vector_engine_active_time_percent=0.40, scalar_engine_active_time_percent=0.125)
+    return {"summary_json": fake_tools.keyed_by_node(record),
             "events": {"nc_exec_running": per_step_execs * STEPS, "nrt_model_submit": per_step_execs * STEPS,
                        "dmem_buf_copyin": STEPS, "dmem_buf_copyout": copyout * STEPS, "nrt_execute": STEPS}}
 
@@ -69,10 +72,12 @@ def neuron_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bin_dir = tmp_path / "bin"
     fake_tools.install_neuron_explorer(bin_dir, {"naive": _variant_spec(3, 7), "fused": _variant_spec(1, 1),
                                                  "compiled": _variant_spec(1, 1, copyout=1)})
-    fake_tools.install_neuron_ls(bin_dir, {"instance-type": "trn2.48xlarge", "logical-neuroncore-config": 2})
+    fake_tools.install_neuron_ls(bin_dir, "neuron-ls-j.trn2.3xlarge.json")
     monkeypatch.setenv("PATH", fake_tools.path_with(bin_dir))
     monkeypatch.setenv("STAND_IN_NEURON_CORES", "4")
-    monkeypatch.delenv("NEURON_RT_INSPECT_ENABLE", raising=False)
+    for name in ("NEURON_RT_INSPECT_ENABLE", "NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VISIBLE_CORES",
+                 "NEURON_RT_NUM_CORES"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("REPORTGEN_PEAK_BANDWIDTH_GBPS", raising=False)
     return bin_dir
 
@@ -83,11 +88,12 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
     from reportgen.site import build_site
 
     stand_in.FALLBACK_OPS.append("aten::_fake_fallback")
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "0")
     monkeypatch.setattr(profile, "select_backend", lambda name: _checked(CpuPlacedNeuronBackend()))
     store = tmp_path / "store"
     args = argparse.Namespace(scenario="rmsnorm", shape="2,64", dtype=None, seed=0, label="stand-in",
                               variants=None, samples=3, warmup=1, threads=None, quiet=True, device="neuron")
-    from reportgen.cli import profile_request
+    from reportgen.commands import profile_request
 
     assert profile.run_profile(profile_request(args, store)) == 0
 
@@ -113,12 +119,17 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
     assert all(c[3:5] == ["--output-format", "json"] and c[-1] == "--ignore-device-profile" for c in calls[1::2])
 
     (run,) = load_store(store)
-    assert run.environment.device_extras["instance_type"] == "trn2.48xlarge"
+    assert run.environment.device_extras["instance_type"] == "trn2.3xlarge"
     assert run.environment.device_extras["logical_neuroncore_config"] == "2"
+    assert run.environment.device_extras["neuron_devices"] == "1 device(s) × 4 NeuronCores (4 in all), 96 GiB HBM each"
+    assert run.environment.device_extras["NEURON_RT_VISIBLE_CORES"] == "0"
     assert run.device.value == "neuron" and run.environment.device_extras["torch_neuronx_version"] == "0.0.0+stand-in"
-    assert run.environment.device_name == "AWS Trainium2 (trn2.48xlarge, LNC=2), NeuronCore 0"
-    assert run.peak.bandwidth_bytes_per_s == pytest.approx(2.9e12 / 4)
-    assert run.peak.source.startswith("denominator: one HBM stack of Trainium2")
+    assert run.environment.device_name == "AWS Trainium2 (trn2.3xlarge, LNC=2), NeuronCore 0"
+    assert run.peak.bandwidth_bytes_per_s == 0.725e12
+    assert run.peak.source.startswith("denominator: one HBM stack of Trainium2 (trn2.3xlarge, LNC=2 (reported by "
+                                      "neuron-ls))")
+    assert run.peak.flops_per_s == 2e12  # float32 on the Vector Engine, LNC=2; the Tensor Engine's is listed
+    assert "not drawn: Tensor Engine 45.25 TFLOPS" in run.peak.flops_source
     by_name = {v.name: v for v in run.variants}
     naive, fused, compiled = by_name["naive"], by_name["fused"], by_name["compiled"]
     for v in run.variants:
@@ -135,7 +146,7 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
     assert naive.bytes_per_call == MIN_BYTES
     assert naive.device_evidence.traffic_ratio(naive.bytes_per_call) == 3.0  # type: ignore[union-attr]
     assert fused.device_evidence.traffic_ratio(fused.bytes_per_call) == 1.0  # type: ignore[union-attr]
-    assert naive.device_evidence.summary["vector_engine_active_time_percent"] == 40.0  # type: ignore[union-attr]
+    assert naive.device_evidence.summary["vector_engine_active_time_percent"] == 0.40  # type: ignore[union-attr]
     assert compiled.compile_info is not None and compiled.compile_info.graph_count == 1
     assert compiled.compile_info.graph_break_count == 0 and compiled.compile_info.neff_count == 1
     assert compiled.compile_info.fallback_ops == ("aten::_fake_fallback",)
@@ -151,13 +162,17 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
         assert esc("denominator: one HBM stack of Trainium2") in text
         assert esc("aten::_fake_fallback") in text
     assert "<li><strong>naive</strong>: per-call times: wall clock between torch.neuron.synchronize() calls; " \
-           "device time: the NTFF via neuron-explorer (total_time 0.0084 s over 3 profiled step(s)" in html
+           "device time: the NTFF via neuron-explorer (total_active_time 0.00808468 s over 3 profiled step(s), " \
+           "idle gaps excluded)" in html
     assert ('<tr><td class="text name">naive</td>\n<td>7</td><td>7</td><td>1</td><td>0</td><td>0</td><td>0</td>'
             '<td>16</td><td>28</td>') in html
     assert "<td>1.2 KiB</td>\n<td>3.8 KiB</td><td><strong>3.00×</strong></td>" in html
     assert "| naive | 1.2 KiB | 3.8 KiB | **3.00×** |" in md
     assert "| fused | 1.2 KiB | 1.2 KiB | **1.00×** |" in md
-    assert "| naive | 7 | 7 | 1 | 0 | 0 | 0 | 16 | 28 | scalar 12\\.5 %, vector 40\\.0 % |" in md
+    engines = "gpsimd 0.8 %, scalar 12.5 %, sync 1.6 %, tensor 89.5 %, vector 40.0 %"
+    assert f"<td>28</td>\n<td class=\"text\">{engines}</td></tr>" in html
+    assert f"| naive | 7 | 7 | 1 | 0 | 0 | 0 | 16 | 28 | {engines} |" in md
+    assert "<td>4.5 %</td></tr>" in html  # naive's mbu_estimated_percent 0.045, a ratio
     assert f"| compiled | 1 | 0 | 1 | {md_escape('aten::_fake_fallback')} | — |" in md
     assert "host CPU time, the trace has no device events; see Device evidence" in html
 
@@ -247,12 +262,35 @@ def test_older_torchneuron_without_neuronconfig_is_exit_5_before_any_variant(tmp
     assert proc.stdout == "" and not (tmp_path / "store").exists()
 
 
+def test_xla_torch_neuronx_is_named_and_the_hint_gives_torchneuron(tmp_path: Path) -> None:
+    """The DLAMI's aws_neuronx_venv_pytorch_2_9 holds the PyTorch/XLA torch-neuronx: importable, no profiling."""
+    proc = run_cli("profile", "--device", "neuron", "--store", str(tmp_path / "store"),
+                   env={"PYTHONPATH": str(XLA_STAND_IN)})
+    assert proc.returncode == 5, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == ("reportgen: error: --device neuron: torch_neuronx 2.9.0+xla-stand-in has no "
+                    "torch_neuronx.profiling: it is the older PyTorch/XLA torch-neuronx (as in the DLAMI's "
+                    "/opt/aws_neuronx_venv_pytorch_2_9), not TorchNeuron; install TorchNeuron (public beta since "
+                    "Neuron 2.33, Trn2/Trn3, PyTorch >= 2.10): pip install \"torch-neuronx==2.14.*\" neuronx-cc nki "
+                    "--extra-index-url https://pip.repos.neuron.amazonaws.com, or a Neuron DLAMI's "
+                    "aws_neuron_venv_pytorch_2_14; or pick --device cuda / cpu")
+    assert proc.stdout == "" and not (tmp_path / "store").exists()
+
+
 def test_inspect_env_is_warned_about_in_the_environment(stand_in, neuron_tools: Path,  # type: ignore[no-untyped-def]
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", "1")
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
-    extras = NeuronBackend().environment_extras()
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "1")
+    backend = NeuronBackend()
+    extras = backend.environment_extras()
     assert extras["warning"] is not None and extras["warning"].startswith("$NEURON_RT_INSPECT_ENABLE=1 is set")
-    assert extras["NEURON_LOGICAL_NC_CONFIG"] == "1" and extras["instance_type"] == "trn2.48xlarge"
+    assert extras["NEURON_LOGICAL_NC_CONFIG"] == "1" and extras["instance_type"] == "trn2.3xlarge"
+    assert extras["NEURON_RT_NUM_CORES"] == "1" and "NEURON_RT_VISIBLE_CORES" not in extras
     assert extras["eager_fusion"] is not None and extras["eager_fusion"].startswith("default (Adaptive Eager")
-    assert json.loads((neuron_tools / "neuron-ls.json").read_text())["logical-neuroncore-config"] == 2
+    # this process's $NEURON_LOGICAL_NC_CONFIG=1 wins over neuron-ls's LNC=2: one physical core's engines
+    assert backend.compute_peak("bfloat16")[0] == 1e12
+    assert "LNC=1 (from $NEURON_LOGICAL_NC_CONFIG)" in backend.measure_peak().source
+    monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", "0")  # its documented default: off, no warning
+    assert "warning" not in NeuronBackend().environment_extras()
+    assert json.loads((neuron_tools / "neuron-ls-config.json").read_text())["accepts"] == [["-j"]]

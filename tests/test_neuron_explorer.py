@@ -1,8 +1,10 @@
-"""neuron-explorer reading and the Trainium ceilings, against fakes that follow the documents.
+"""neuron-explorer reading: summary-json as real scripts read it, against a fake that prints real counter names.
 
 The fake executable checks its argv against the documented form (``view -d <session>
---output-format summary-json|json``); the records carry the documented field names (SCH Summary,
-SystemProfileEvents). Nothing here has seen a real NTFF.
+--output-format summary-json|json``); its summary-json records carry the counter names and values
+of a real inf2 summary (tests/data/neuron/), keyed by node, one per NEFF for an eager capture,
+sometimes after log lines. The system-trace records carry the documented SystemProfileEvents
+names (not checked against a real export). Nothing here has seen a real NTFF.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from pathlib import Path
 import pytest
 from stand_ins import fake_tools
 
-from reportgen.devices.neuron import explorer, hardware
+from reportgen.devices.neuron import explorer
+from reportgen.devices.neuron.summary import load_json, parse_summary
 
 STEPS = 3
+LOG_LINE = 'time="2026-11-30T00:00:00Z" level=info msg="Processing NTFF" file=profile_nc_0_session_0.ntff'
 
 
 def _session(root: Path, variant: str = "v") -> Path:
@@ -27,27 +31,41 @@ def _session(root: Path, variant: str = "v") -> Path:
     return session
 
 
-def _spec(summary_json: object) -> dict[str, object]:
-    return {"summary_json": summary_json, "events": {"nc_exec_running": 6, "nrt_model_submit": 3, "other": 2}}
+def _spec(summary_json: object, **extra: object) -> dict[str, object]:
+    return {"summary_json": summary_json, "events": {"nc_exec_running": 6, "nrt_model_submit": 3, "other": 2},
+            **extra}
 
 
 def test_summary_and_counters_from_files_the_tool_writes(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    record = fake_tools.summary_record(0.003, 1000, 500, mbu_estimated_percent=2.5, dma_transfer_count=9,
-                                       tensor_engine_active_time_percent=1.0, tensor_engine_instruction_count=4,
-                                       unrelated_field=7)
-    fake_tools.install_neuron_explorer(bin_dir, {"v": _spec({"summary": [record]})})
+    record = fake_tools.summary_record(0.003, 1000, 500, mbu_estimated_percent=0.025, dma_transfer_count=9,
+                                       tensor_engine_active_time_percent=0.5, tensor_engine_instruction_count=4)
+    fake_tools.install_neuron_explorer(bin_dir, {"v": _spec(fake_tools.keyed_by_node(record), summary_to="file")})
     session = _session(tmp_path / "work")
     found = explorer.explore(session, STEPS, tmp_path / "scratch", which=lambda n: str(bin_dir / n))
-    assert found.summary == {"total_time": 0.003, "hbm_read_bytes": 1000.0, "hbm_write_bytes": 500.0,
-                             "mbu_estimated_percent": 2.5, "dma_transfer_count": 9.0,
-                             "tensor_engine_active_time_percent": 1.0, "tensor_engine_instruction_count": 4.0}
+    real = fake_tools.real_counters()
+    scale = 0.003 / float(real["total_time"])
+    assert found.summary == pytest.approx({
+        "total_time": 0.003, "hbm_read_bytes": 1000.0, "hbm_write_bytes": 500.0, "mbu_estimated_percent": 0.025,
+        "mbu_min_read_util_percent": real["mbu_min_read_util_percent"], "dma_transfer_count": 9.0,
+        "spill_save_bytes": 0.0, "spill_reload_bytes": 0.0, "total_active_time": float(real["total_active_time"]) * scale,
+        "total_active_time_percent": real["total_active_time_percent"],
+        "mfu_estimated_percent": real["mfu_estimated_percent"], "hfu_estimated_percent": real["hfu_estimated_percent"],
+        "model_flops": 67108864.0, "hardware_flops": 136380416.0, "tensor_engine_active_time_percent": 0.5,
+        "tensor_engine_instruction_count": 4.0, "tensor_engine_active_time": float(real["tensor_engine_active_time"]) * scale,
+        "scalar_engine_instruction_count": 57.0, "scalar_engine_active_time_percent": real["scalar_engine_active_time_percent"],
+        "vector_engine_instruction_count": 53.0, "vector_engine_active_time_percent": real["vector_engine_active_time_percent"],
+        "gpsimd_engine_instruction_count": 27.0, "gpsimd_engine_active_time_percent": real["gpsimd_engine_active_time_percent"],
+        "sync_engine_instruction_count": 37.0, "sync_engine_active_time_percent": real["sync_engine_active_time_percent"]})
+    assert found.notes[:2] == ("device summary from neuron-explorer summary-json",
+                               "versions reported: profiler_version 2.28.23.0, runtime_version 2.30.51, "
+                               "compiler_version 2.23.6484.0, driver_version 2.26.0")
     # 11 events of NeuronCore 0 (the fake adds one of NeuronCore 1, which is not counted), over 3 steps
     assert found.counters == {"nc_exec_running": 2.0, "nrt_model_submit": 1.0, "dmem_buf_copyin": 0.0,
                               "dmem_buf_copyout": 0.0, "nc_model_switch": 0.0, "nrt_model_switch": 0.0,
                               "system_trace_events": 11 / 3}
     assert sorted(found.raw) == [explorer.SUMMARY_FILE, explorer.SYSTEM_FILE]
-    assert json.loads(found.raw[explorer.SUMMARY_FILE]) == {"summary": [record]}
+    assert json.loads(found.raw[explorer.SUMMARY_FILE]) == {fake_tools.NODE: record}
     calls = fake_tools.explorer_calls(bin_dir)
     assert calls == [
         ["view", "-d", str(session), "--output-format", "summary-json", "--output-file",
@@ -57,33 +75,91 @@ def test_summary_and_counters_from_files_the_tool_writes(tmp_path: Path) -> None
     assert found.tool.startswith("neuron-explorer view -d i-0abc_pid_1/20261130_000000 --output-format summary-json")
     evidence = found.evidence("source")
     assert evidence.hbm_bytes_per_step() == 500.0 and evidence.traffic_ratio(250) == 2.0
-    assert evidence.floor_us(1e9) == pytest.approx(0.5) and evidence.device_time_us_per_step() == pytest.approx(1000.0)
+    assert evidence.floor_us(1e9) == pytest.approx(0.5)
+    # device time is total_active_time (idle gaps excluded) where the summary has it
+    assert evidence.device_time_field() == "total_active_time"
+    assert evidence.device_time_us_per_step() == pytest.approx(float(real["total_active_time"]) * scale * 1e6 / 3)
+    assert "(total_active_time 0.00288739 s over 3 profiled step(s), idle gaps excluded)" in \
+        explorer.timing_source(found, None)
 
 
-def test_stdout_is_read_when_no_output_file_is_written(tmp_path: Path) -> None:
+def test_stdout_with_log_lines_before_the_json_is_read(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    fake_tools.install_neuron_explorer(bin_dir, {"v": _spec(fake_tools.summary_record(0.001, 10, 10))}, stdout=True)
+    record = {"total_time": 0.001, "hbm_read_bytes": 10, "hbm_write_bytes": 10}
+    fake_tools.install_neuron_explorer(bin_dir, {"v": _spec(fake_tools.keyed_by_node(record),
+                                                            log_lines=[LOG_LINE, ""])}, stdout=True)
     found = explorer.explore(_session(tmp_path / "w"), STEPS, tmp_path / "s", which=lambda n: str(bin_dir / n))
     assert found.summary["hbm_read_bytes"] == 10.0 and found.counters["nc_exec_running"] == 2.0
     assert not (tmp_path / "s" / explorer.SUMMARY_FILE).exists()  # it printed; the raw bytes are still kept
-    assert json.loads(found.raw[explorer.SUMMARY_FILE])["total_time"] == 0.001
+    assert found.raw[explorer.SUMMARY_FILE].startswith(LOG_LINE.encode())  # kept as printed
+    assert found.notes[:2] == ("device summary from neuron-explorer summary-json (absent: mbu_estimated_percent, "
+                               "mbu_min_read_util_percent, dma_transfer_count, spill_save_bytes, spill_reload_bytes)",
+                               "skipped 1 line(s) printed before the JSON (log lines)")
+    assert load_json(b"[INFO] starting\n{\"a\": [1]}\ntrailing log\n") == ({"a": [1]}, 1)
+    assert load_json(b"level=info msg=x\n") == (None, 1)
+
+
+def test_several_records_are_all_summed_and_attributed() -> None:
+    """An eager capture: one record per NEFF. Every one counts; ratios are total_time-weighted, never summed."""
+    a = fake_tools.summary_record(0.001, 100, 50, vector_engine_active_time_percent=0.9, dma_transfer_count=2)
+    b = fake_tools.summary_record(0.003, 300, 150, vector_engine_active_time_percent=0.5, dma_transfer_count=4)
+    c = {**fake_tools.summary_record(0.004, 400, 200, vector_engine_active_time_percent=0.3, dma_transfer_count=6)}
+    del c["mbu_min_read_util_percent"]
+    raw = (LOG_LINE + "\n" + json.dumps(fake_tools.keyed_by_node(a, b, c))).encode()
+    read = parse_summary(raw)
+    assert read.records == 3
+    f = read.figures
+    assert f["total_time"] == pytest.approx(0.008) and f["hbm_read_bytes"] == 800.0 and f["hbm_write_bytes"] == 400.0
+    assert f["dma_transfer_count"] == 12.0
+    assert f["vector_engine_active_time_percent"] == pytest.approx((0.9 * 1 + 0.5 * 3 + 0.3 * 4) / 8)
+    assert f["mbu_estimated_percent"] == pytest.approx(fake_tools.real_counters()["mbu_estimated_percent"])
+    assert "mbu_min_read_util_percent" not in f
+    assert read.notes == (
+        "device summary from neuron-explorer summary-json: 3 records summed (times, bytes and counts added; "
+        "*_percent ratios averaged weighted by total_time) (absent: mbu_min_read_util_percent)",
+        "skipped 1 line(s) printed before the JSON (log lines)",
+        "left out, given by only some records: mbu_min_read_util_percent",
+        f"records: {fake_tools.NODE}#0: total_time 0.001 s; {fake_tools.NODE}#1: total_time 0.003 s; "
+        f"{fake_tools.NODE}#2: total_time 0.004 s",
+        "versions reported: profiler_version 2.28.23.0, runtime_version 2.30.51, compiler_version 2.23.6484.0, "
+        "driver_version 2.26.0")
+
+
+def test_the_real_inf2_counters_are_kept_as_ratios() -> None:
+    """mfu_estimated_percent 0.0049 (67 MFLOP in 150 µs) is stored as 0.0049, not 0.49 nor 49."""
+    read = parse_summary(json.dumps(fake_tools.keyed_by_node(fake_tools.real_counters())).encode())
+    assert read.figures["mfu_estimated_percent"] == 0.004885633591650872
+    assert read.figures["total_active_time_percent"] == 0.9624620787879505
+    assert read.figures["total_time"] == 0.000149710075 and read.figures["total_active_time"] == 0.00014409027
+
+
+def test_schema_version_is_recorded_and_an_unknown_major_refused() -> None:
+    record = {"total_time": 0.5, "hbm_read_bytes": 1, "hbm_write_bytes": 1}
+    known = parse_summary(json.dumps({"metadata": {"profile_schema_version": "7.4.0"}, "n": record}).encode())
+    assert known.schema_version == "7.4.0" and "profile schema 7.4.0" in known.notes and known.figures
+    newer = parse_summary(json.dumps({"metadata": {"profile_schema_version": "8.0.0"}, "n": record}).encode())
+    assert (newer.figures, newer.schema_version) == ({}, "8.0.0")
+    (line,) = newer.notes
+    assert line == ("neuron-explorer profile schema 8.0.0 is not one reportgen reads (major version 7, documented "
+                    "7.4.0): no device summary; use a neuron-explorer of schema 7.x or a reportgen that reads 8.0.0")
+    assert "\n" not in line
 
 
 @pytest.mark.parametrize(("payload", "note"), [
-    ({"a": fake_tools.summary_record(1, 1, 1), "b": fake_tools.summary_record(2, 2, 2)},
-     "summary-json holds 2 Summary records (objects with total_time); reportgen reads exactly one"),
-    ({"hbm_read_bytes": 5}, "summary-json holds 0 Summary records"),
+    ({"hbm_read_bytes": 5}, "summary-json holds no Summary record (no object with a numeric total_time)"),
+    ({"n": {"total_time": "0.1"}}, "summary-json holds no Summary record"),
 ])
-def test_summary_is_refused_unless_exactly_one_record(payload: object, note: str) -> None:
-    figures, text = explorer.parse_summary(json.dumps(payload).encode())
-    assert figures == {} and text.startswith(note)
+def test_summary_without_a_record_is_a_note(payload: object, note: str) -> None:
+    read = parse_summary(json.dumps(payload).encode())
+    assert read.figures == {} and read.notes[0].startswith(note)
+    assert parse_summary(b"level=info msg=only logs\n").notes == ("summary-json is not JSON: no device summary",)
 
 
 def test_summary_fields_are_not_taken_from_other_records() -> None:
-    """Unlike a first-match-anywhere search, a figure outside the Summary record is not read."""
+    """Unlike a first-match-anywhere search, a figure outside a Summary record is not read."""
     raw = json.dumps({"metadata": {"hbm_read_bytes": 999}, "summary": {"total_time": 0.5}}).encode()
-    figures, note = explorer.parse_summary(raw)
-    assert figures == {"total_time": 0.5} and "absent: hbm_read_bytes, hbm_write_bytes" in note
+    read = parse_summary(raw)
+    assert read.figures == {"total_time": 0.5} and "absent: hbm_read_bytes, hbm_write_bytes" in read.notes[0]
 
 
 def test_system_counts_need_the_documented_event_fields() -> None:
@@ -119,59 +195,30 @@ def test_session_is_the_folder_holding_the_ntff(tmp_path: Path) -> None:
     assert explorer.session_dir(tmp_path / "v") == session
     assert explorer.session_dir(session) == session
     assert explorer.session_dir(tmp_path / "empty") is None
+    inspect = tmp_path / "inspect" / "i-0abc_pid_9"  # the runtime's inspect capture: files in the pid folder
+    inspect.mkdir(parents=True)
+    (inspect / "123_instid_0_vnc_0.ntff").write_bytes(b"x")
+    assert explorer.session_dir(tmp_path / "inspect") == inspect and explorer.session_dir(inspect) == inspect
 
 
-@pytest.mark.parametrize(("instance", "family", "chip"), [
-    ("trn1.32xlarge", "trn1", "Trainium"), ("trn1n.32xlarge", "trn1n", "Trainium"),
-    ("trn2.48xlarge", "trn2", "Trainium2"), ("trn2u.48xlarge", "trn2u", "Trainium2"),
-    ("trn3.48xlarge", "trn3", "Trainium3"), ("TRN2.3XLARGE", "trn2", "Trainium2"),
-])
-def test_instance_families(instance: str, family: str, chip: str) -> None:
-    found = hardware.chip_for_instance(instance)
-    assert found is not None and found[0] == family and found[1].name == chip
+def test_framework_trace_is_found_under_its_alternative_name(tmp_path: Path) -> None:
+    from reportgen.devices.neuron.device import find_traces
 
-
-@pytest.mark.parametrize("instance", ["c7i.large", "inf2.xlarge", "trn", "trnx.large", "", "trn9.large"])
-def test_other_instances_have_no_chip(instance: str) -> None:
-    assert hardware.chip_for_instance(instance) is None
-    assert hardware.core_ceiling(instance, "1").bandwidth_bytes_per_s is None
-
-
-def test_ceiling_for_one_neuroncore_states_its_denominator() -> None:
-    trn2 = hardware.core_ceiling("trn2u.48xlarge", "2")
-    assert trn2.bandwidth_bytes_per_s == pytest.approx(0.725e12)
-    assert trn2.denominator.startswith("denominator: one HBM stack of Trainium2 (trn2u.48xlarge, LNC=2): 2.9 TB/s "
-                                       "per chip / 4 stacks = 0.725 TB/s, derived")
-    trn3 = hardware.core_ceiling("trn3.48xlarge", None)
-    assert trn3.bandwidth_bytes_per_s == 4.9e12 and "the whole Trainium3 chip" in trn3.denominator
-    assert "LNC not reported" in trn3.denominator and "underestimate" in trn3.denominator
-    trn1 = hardware.core_ceiling("trn1n.32xlarge", "1")
-    assert trn1.bandwidth_bytes_per_s == 820 * 1024**3 and "820 GiB/s" in trn1.denominator
-    assert "TorchNeuron targets Trn2/Trn3, not this chip" in trn1.denominator
-    assert hardware.core_ceiling(None, None).denominator.startswith("denominator: none; instance type (not found")
-
-
-def test_neuron_ls_json(tmp_path: Path) -> None:
-    ok = hardware.parse_neuron_ls(b'{"instance-type": "trn2.48xlarge", "logical-neuroncore-config": 2}')
-    assert (ok.instance_type, ok.lnc, ok.note) == ("trn2.48xlarge", "2", "read from neuron-ls -j")
-    part = hardware.parse_neuron_ls(b'{"instance-type": "trn2.48xlarge"}')
-    assert part.lnc is None and part.note.endswith("printed no logical-neuroncore-config")
-    assert hardware.parse_neuron_ls(b"[1]").instance_type is None
-    assert hardware.parse_neuron_ls(b"oops").note == "neuron-ls -j printed no JSON"
-    bin_dir = tmp_path / "bin"
-    fake_tools.install_neuron_ls(bin_dir, {"instance-type": "trn3.48xlarge", "logical-neuroncore-config": "1"})
-    read = hardware.read_neuron_ls(which=lambda n: str(bin_dir / n))
-    assert (read.instance_type, read.lnc) == ("trn3.48xlarge", "1")
-    assert hardware.read_neuron_ls(which=lambda n: None).note.startswith("neuron-ls is not installed")
-
-
-def test_environment_facts_warn_about_inspect() -> None:
-    ls = hardware.NeuronLs("trn2.48xlarge", "2", b"{}", "read from neuron-ls -j")
-    assert "warning" not in hardware.environment_facts(ls, {})
-    facts = hardware.environment_facts(ls, {"NEURON_RT_INSPECT_ENABLE": "1", "NEURON_LOGICAL_NC_CONFIG": "2"})
-    assert facts["warning"].startswith("$NEURON_RT_INSPECT_ENABLE=1 is set: the Neuron SDK says it must not be set "
-                                       "together with torch.profiler")
-    assert facts["NEURON_LOGICAL_NC_CONFIG"] == "2" and facts["instance_type"] == "trn2.48xlarge"
+    session = _session(tmp_path, "v")
+    (session / "trace.json").unlink()
+    (session / "neuron_framework_trace_rank_0.json").write_text("{}")
+    assert find_traces(tmp_path / "v") == [session / "neuron_framework_trace_rank_0.json"]
+    (session / "trace.json").write_text("{}")  # trace.json wins in the folder holding both
+    assert find_traces(tmp_path / "v") == [session / "trace.json"]
+    pid = tmp_path / "moved" / "i-0abc_pid_2"  # where the SDK's troubleshooting page says to move it
+    pid.mkdir(parents=True)
+    for name in ("neuron_framework_trace_rank_3.json", "neff_1.neff", "1_instid_0_vnc_0.ntff"):
+        (pid / name).write_text("{}")
+    assert find_traces(tmp_path / "moved") == [pid / "neuron_framework_trace_rank_3.json"]
+    assert find_traces(pid) == [pid / "neuron_framework_trace_rank_3.json"]
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "neuron_framework_trace_rank_0.json").write_text("{}")  # no Neuron files beside it
+    assert find_traces(tmp_path / "loose") == []
 
 
 def test_compile_info_counts_graphs_and_breaks_from_dynamo() -> None:
@@ -197,7 +244,8 @@ def test_compile_info_counts_graphs_and_breaks_from_dynamo() -> None:
 
 
 def test_privateuse1_driver_events_are_runtime_not_device_work() -> None:
-    from reportgen.traces.reader import Lane, lane_of
+    from reportgen.devices.lanes import Lane
+    from reportgen.traces.events import lane_of
 
     assert lane_of("privateuse1_driver") is Lane.RUNTIME
     assert lane_of("PrivateUse1_Driver") is Lane.RUNTIME

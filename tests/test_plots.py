@@ -11,11 +11,19 @@ import pytest
 from conftest import REAL_TRACES_DIR
 from factories import synthetic_run, variant
 
-from reportgen.analysis import views as analysis
-from reportgen.analysis.views import TimelineBar, TimelineTrack
+from reportgen.analysis.history import digest, history
+from reportgen.analysis.run_view import run_view
+from reportgen.analysis.timeline import (
+    TimelineBar,
+    TimelineLayout,
+    TimelineTrack,
+    iteration_window,
+    representative_step,
+    timeline_layout,
+)
 from reportgen.devices.lanes import Lane
 from reportgen.model.run import VariantStatus
-from reportgen.render import plots
+from reportgen.render import bars, drawing, history_plot, timeline_plot
 from reportgen.traces.reader import events_in_window, profiler_steps, read_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -52,9 +60,9 @@ def _texts(root: ET.Element) -> list[str]:
 
 
 def test_bar_chart_is_reproducible_well_formed_and_sized_by_its_rows(tmp_path: Path) -> None:
-    views = analysis.run_view(synthetic_run()).variants
-    plots.bar_chart(views, tmp_path / "a.svg", "rmsnorm")
-    plots.bar_chart(views, tmp_path / "b.svg", "rmsnorm")
+    views = run_view(synthetic_run()).variants
+    bars.bar_chart(views, tmp_path / "a.svg", "rmsnorm")
+    bars.bar_chart(views, tmp_path / "b.svg", "rmsnorm")
     assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
     root = _svg(tmp_path / "a.svg")
     assert (root.get("width"), root.get("height")) == ("750", str(60 + 45 * 3 + 90))
@@ -64,8 +72,8 @@ def test_bar_chart_is_reproducible_well_formed_and_sized_by_its_rows(tmp_path: P
 
 
 def test_bar_lengths_and_error_bars_follow_the_medians_and_intervals() -> None:
-    views = analysis.run_view(synthetic_run(times_us={"naive": 100.0, "fused": 60.0, "compiled": 30.0})).variants
-    chart = plots.bar_layout(views, "t")
+    views = run_view(synthetic_run(times_us={"naive": 100.0, "fused": 60.0, "compiled": 30.0})).variants
+    chart = bars.bar_layout(views, "t")
     widths = {b.label: b.width_px for b in chart.bars}
     assert widths["fused"] / widths["naive"] == pytest.approx(0.6, rel=1e-3)
     assert widths["compiled"] / widths["naive"] == pytest.approx(0.3, rel=1e-3)
@@ -83,9 +91,9 @@ def test_bar_lengths_and_error_bars_follow_the_medians_and_intervals() -> None:
 
 
 def test_failed_variant_gets_no_bar_and_says_why() -> None:
-    views = analysis.run_view(synthetic_run(variants=(
+    views = run_view(synthetic_run(variants=(
         variant("naive", 10.0), variant("compiled", 1.0, status=VariantStatus.FAILED, error="OOM")))).variants
-    failed = plots.bar_layout(views, "t").bars[1]
+    failed = bars.bar_layout(views, "t").bars[1]
     assert (failed.width_px, failed.err_from_px, failed.value_text) == (0.0, None, "failed: no timing")
 
 
@@ -98,7 +106,7 @@ def test_failed_variant_gets_no_bar_and_says_why() -> None:
     (0.0, [0], 0),
 ])
 def test_nice_ticks(top: float, expected: list[float], decimals: int) -> None:
-    ticks, d = plots.nice_ticks(top)
+    ticks, d = drawing.nice_ticks(top)
     assert ticks == pytest.approx(expected) and d == decimals
     assert len(ticks) <= 7 and ticks[-1] <= top * (1 + 1e-9) + (top == 0)
 
@@ -107,7 +115,7 @@ def test_nice_ticks_properties() -> None:
     for exponent in range(-6, 9):
         for top in (1.0, 1.7, 3.3, 7.9, 9.99):
             value = top * 10.0**exponent
-            ticks, decimals = plots.nice_ticks(value)
+            ticks, decimals = drawing.nice_ticks(value)
             step = ticks[1] - ticks[0]
             mantissa = step / 10.0 ** math.floor(math.log10(step) + 1e-9)
             assert min(abs(mantissa - m) for m in (1, 2, 2.5, 5)) < 1e-6
@@ -119,11 +127,11 @@ def test_nice_ticks_properties() -> None:
 def test_hostile_labels_are_text_in_the_svg(tmp_path: Path) -> None:
     """Names come from traces and users: markup stays text, '$' is not mathtext, long names are clipped."""
     evil = "<script>alert(1)</script>|x"
-    views = analysis.run_view(synthetic_run(variants=(
+    views = run_view(synthetic_run(variants=(
         variant("a$b", 10.0), variant(evil, 5.0), variant(r"$\frac$ & \"q\"", 2.0), variant("x" * 80, 1.0),
         variant("failed $", 1.0, status=VariantStatus.FAILED, error="x"),
     ))).variants
-    plots.bar_chart(views, tmp_path / "bars.svg", "a$^$b <title>")
+    bars.bar_chart(views, tmp_path / "bars.svg", "a$^$b <title>")
     root = _svg(tmp_path / "bars.svg")
     texts = _texts(root)
     assert {"a$b", evil, r"$\frac$ & \"q\"", "x" * 31 + "…", "a$^$b <title>"} <= set(texts)
@@ -133,35 +141,35 @@ def test_hostile_labels_are_text_in_the_svg(tmp_path: Path) -> None:
 def test_history_chart_is_reproducible(tmp_path: Path) -> None:
     runs = [synthetic_run(run_id=f"r{i}", created_utc=f"2026-12-0{i}T00:00:00Z",
                           times_us={"naive": 100.0 - i, "fused": 50.0, "compiled": 30.0 + i}) for i in range(1, 5)]
-    (group,) = analysis.history([analysis.digest(r) for r in runs])
-    plots.history_chart(group, tmp_path / "a.png")
-    plots.history_chart(group, tmp_path / "b.png")
+    (group,) = history([digest(r) for r in runs])
+    history_plot.history_chart(group, tmp_path / "a.png")
+    history_plot.history_chart(group, tmp_path / "b.png")
     assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
     assert _png_size((tmp_path / "a.png").read_bytes()) == (900, 560)
 
 
-def _timeline(name: str = "aten::mul", n: int = 3) -> analysis.TimelineLayout:
+def _timeline(name: str = "aten::mul", n: int = 3) -> TimelineLayout:
     bars = tuple(TimelineBar(Lane.FRAMEWORK, 0, 10.0 * i, 8.0, f"{name}{i}") for i in range(n))
     track = TimelineTrack(Lane.FRAMEWORK, "", "framework ops", 1)
-    return analysis.TimelineLayout(0.0, 10.0 * n, "ProfilerStep#3", bars, (track,), n)
+    return TimelineLayout(0.0, 10.0 * n, "ProfilerStep#3", bars, (track,), n)
 
 
 def test_timeline_of_a_real_rocm_trace_has_runtime_and_device_lanes(tmp_path: Path) -> None:
     trace = read_trace(REAL_TRACES_DIR / "amd_trace.trace.json.gz")
     steps = profiler_steps(trace)
-    step = analysis.representative_step(steps)
+    step = representative_step(steps)
     if step is None:  # the file has no ProfilerStep: take the whole trace
         start = min(e.start_us for e in trace.events)
         end = max(e.start_us + e.duration_us for e in trace.events)
     else:
-        start, end = analysis.iteration_window(trace.events, step.start_us, step.start_us + step.duration_us)
-    layout = analysis.timeline_layout(events_in_window(trace, start, end), start, end)
+        start, end = iteration_window(trace.events, step.start_us, step.start_us + step.duration_us)
+    layout = timeline_layout(events_in_window(trace, start, end), start, end)
     lanes = list(layout.lanes)
     assert lanes[:3] == [Lane.FRAMEWORK, Lane.RUNTIME, Lane.DEVICE]
     assert all(0 <= b.start_us <= layout.window_us and b.start_us + b.duration_us <= layout.window_us + 1e-6
                for b in layout.bars)
-    plots.timeline_chart(layout, tmp_path / "a.svg", "amd step")
-    plots.timeline_chart(layout, tmp_path / "b.svg", "amd step")
+    timeline_plot.timeline_chart(layout, tmp_path / "a.svg", "amd step")
+    timeline_plot.timeline_chart(layout, tmp_path / "b.svg", "amd step")
     assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
     texts = _texts(_svg(tmp_path / "a.svg"))
     assert {"framework ops · thread 597913", "framework ops · thread 598009", "runtime · thread 597913",
@@ -172,12 +180,12 @@ def test_timeline_bytes_do_not_depend_on_the_chart_drawn_before(tmp_path: Path) 
     """The figure is reused across charts: what one chart leaves behind must not leak into the next."""
     big = _timeline("aten::something_long_", 12)
     small = _timeline("k", 2)
-    plots._TIMELINE = None  # a fresh figure, as a new worker process has
-    plots.timeline_chart(small, tmp_path / "fresh.svg", "small")
-    plots.timeline_chart(big, tmp_path / "big.svg", "big")
-    plots.timeline_chart(small, tmp_path / "after-big.svg", "small")
-    plots.timeline_chart(analysis.timeline_layout([], 0.0, 10.0), tmp_path / "empty.svg", "empty")
-    plots.timeline_chart(small, tmp_path / "after-empty.svg", "small")
+    timeline_plot._TIMELINE = None  # a fresh figure, as a new worker process has
+    timeline_plot.timeline_chart(small, tmp_path / "fresh.svg", "small")
+    timeline_plot.timeline_chart(big, tmp_path / "big.svg", "big")
+    timeline_plot.timeline_chart(small, tmp_path / "after-big.svg", "small")
+    timeline_plot.timeline_chart(timeline_layout([], 0.0, 10.0), tmp_path / "empty.svg", "empty")
+    timeline_plot.timeline_chart(small, tmp_path / "after-empty.svg", "small")
     fresh = (tmp_path / "fresh.svg").read_bytes()
     assert (tmp_path / "after-big.svg").read_bytes() == fresh
     assert (tmp_path / "after-empty.svg").read_bytes() == fresh
@@ -185,7 +193,7 @@ def test_timeline_bytes_do_not_depend_on_the_chart_drawn_before(tmp_path: Path) 
 
 
 def test_timeline_svg_has_no_date_or_software_and_escapes_op_names(tmp_path: Path) -> None:
-    plots.timeline_chart(_timeline("<script>alert(1)</script>&", 3), tmp_path / "t.svg", "<b>t</b>")
+    timeline_plot.timeline_chart(_timeline("<script>alert(1)</script>&", 3), tmp_path / "t.svg", "<b>t</b>")
     data = (tmp_path / "t.svg").read_bytes()
     root = _svg(tmp_path / "t.svg")
     assert b"<dc:date>" not in data and b"Matplotlib" not in data
@@ -197,39 +205,39 @@ def test_timeline_svg_has_no_date_or_software_and_escapes_op_names(tmp_path: Pat
 
 
 def test_empty_timeline_still_draws(tmp_path: Path) -> None:
-    layout = analysis.timeline_layout([], 0.0, 10.0)
-    plots.timeline_chart(layout, tmp_path / "empty.svg", "nothing")
+    layout = timeline_layout([], 0.0, 10.0)
+    timeline_plot.timeline_chart(layout, tmp_path / "empty.svg", "nothing")
     assert "no events in this window" in _texts(_svg(tmp_path / "empty.svg"))
 
 
 def test_history_ticks_show_seconds_only_when_minutes_collide() -> None:
-    assert plots._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:56:00Z"]) == ["2026-11-30 07:55", "2026-11-30 07:56"]
-    assert plots._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:55:42Z"]) == ["2026-11-30 07:55:01",
+    assert history_plot._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:56:00Z"]) == ["2026-11-30 07:55", "2026-11-30 07:56"]
+    assert history_plot._tick_times(["2026-11-30T07:55:01Z", "2026-11-30T07:55:42Z"]) == ["2026-11-30 07:55:01",
                                                                                     "2026-11-30 07:55:42"]
 
 
 def test_control_characters_and_surrogates_never_make_an_svg_unreadable(tmp_path: Path) -> None:
     """XML 1.0 forbids most C0 controls: one ESC in a name from a trace would break the whole image."""
     odd = "v\x1b[31m\x01\ud800\ufffe|x"
-    views = analysis.run_view(synthetic_run(variants=(variant(odd, 10.0), variant("ok", 5.0)))).variants
-    plots.bar_chart(views, tmp_path / "bars.svg", f"title {odd}")
+    views = run_view(synthetic_run(variants=(variant(odd, 10.0), variant("ok", 5.0)))).variants
+    bars.bar_chart(views, tmp_path / "bars.svg", f"title {odd}")
     assert "v\ufffd[31m\ufffd\ufffd\ufffd|x" in _texts(_svg(tmp_path / "bars.svg"))
     layout = _timeline(odd + "op", 3)
-    plots.timeline_chart(layout, tmp_path / "t.svg", f"t {odd}")
+    timeline_plot.timeline_chart(layout, tmp_path / "t.svg", f"t {odd}")
     texts = _texts(_svg(tmp_path / "t.svg"))
-    assert f"t {plots.svg_text(odd)}" in texts
+    assert f"t {drawing.svg_text(odd)}" in texts
 
 
 def test_tiny_and_zero_scales_draw() -> None:
-    assert plots.nice_ticks(5e-324) == ([0.0], 0)
-    views = analysis.run_view(synthetic_run(times_us={"naive": 1e-320, "fused": 0.0})).variants
-    chart = plots.bar_layout(views, "t")
+    assert drawing.nice_ticks(5e-324) == ([0.0], 0)
+    views = run_view(synthetic_run(times_us={"naive": 1e-320, "fused": 0.0})).variants
+    chart = bars.bar_layout(views, "t")
     assert [t.label for t in chart.ticks] == ["0"]
 
 
 def test_wide_characters_get_a_wider_label_margin() -> None:
-    assert plots.text_width_px("中文名字", 12.0) == pytest.approx(4 * 12.0)
-    assert plots.text_width_px("abcd", 12.0) == pytest.approx(4 * 12.0 * plots.CHAR_WIDTH_EM)
+    assert drawing.text_width_px("中文名字", 12.0) == pytest.approx(4 * 12.0)
+    assert drawing.text_width_px("abcd", 12.0) == pytest.approx(4 * 12.0 * drawing.CHAR_WIDTH_EM)
 
 
 def _log_axes() -> tuple[object, object]:
@@ -238,14 +246,14 @@ def _log_axes() -> tuple[object, object]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context(plots._RC):  # type: ignore[arg-type]
-        fig = Figure(figsize=(plots.HISTORY_WIDTH_IN, 3.8))
+    with matplotlib.rc_context(drawing.RC):  # type: ignore[arg-type]
+        fig = Figure(figsize=(history_plot.HISTORY_WIDTH_IN, 3.8))
         FigureCanvasAgg(fig)
-        fig.subplots_adjust(left=0.9 / plots.HISTORY_WIDTH_IN)
+        fig.subplots_adjust(left=0.9 / history_plot.HISTORY_WIDTH_IN)
         ax = fig.subplots(1, 1)
         medians = [3.0, 30.0, 3e3, 3e5]
         ax.plot(range(len(medians)), medians)
-        plots._time_scale(ax, medians)
+        history_plot._time_scale(ax, medians)
         fig.canvas.draw()
     return fig, ax
 
@@ -262,38 +270,38 @@ def test_log_history_axis_has_plain_tick_labels_and_keeps_its_label() -> None:
 
 
 def test_log_tick_text() -> None:
-    assert [plots._log_tick(v) for v in (1e5, 20.0, 1.0, 0.5, 0.002)] == ["100,000", "20", "1", "0.5", "0.002"]
+    assert [history_plot._log_tick(v) for v in (1e5, 20.0, 1.0, 0.5, 0.002)] == ["100,000", "20", "1", "0.5", "0.002"]
 
 
-def _many_tiny_bars(n: int) -> analysis.TimelineLayout:
+def _many_tiny_bars(n: int) -> TimelineLayout:
     bars = tuple(TimelineBar(Lane.DEVICE, 0, 0.01 * i, 0.005, f"k{i}") for i in range(n))
-    return analysis.TimelineLayout(0.0, 0.01 * n, "ProfilerStep#1", bars, (TimelineTrack(Lane.DEVICE, "", "device", 1),), n)
+    return TimelineLayout(0.0, 0.01 * n, "ProfilerStep#1", bars, (TimelineTrack(Lane.DEVICE, "", "device", 1),), n)
 
 
 def test_a_huge_timeline_merges_sub_pixel_bars_and_says_so(tmp_path: Path) -> None:
     """A trace of many events must not become an SVG of as many rectangles (1e6 events made 62 MB)."""
     layout = _many_tiny_bars(50_000)
-    plots.timeline_chart(layout, tmp_path / "t.svg", "huge")
+    timeline_plot.timeline_chart(layout, tmp_path / "t.svg", "huge")
     size = (tmp_path / "t.svg").stat().st_size
     assert size < 400_000, size
     text = "".join(_svg(tmp_path / "t.svg").itertext())
     assert "50,000 events drawn as" in text and "narrower than a pixel merged" in text
-    drawn, note = plots.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0})
-    assert len(drawn) <= plots.MAX_TIMELINE_BARS and note
+    drawn, note = timeline_plot.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0})
+    assert len(drawn) <= timeline_plot.MAX_TIMELINE_BARS and note
     # merged bars cover exactly the span the events covered
     assert drawn[0].start_us == 0.0 and math.isclose(drawn[-1].start_us + drawn[-1].duration_us, 0.01 * 49_999 + 0.005)
 
 
 def test_a_small_timeline_draws_every_bar_unchanged() -> None:
-    layout = _many_tiny_bars(plots.MAX_TIMELINE_BARS)
-    drawn, note = plots.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0})
+    layout = _many_tiny_bars(timeline_plot.MAX_TIMELINE_BARS)
+    drawn, note = timeline_plot.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0})
     assert note == "" and [(b.start_us, b.duration_us, b.name) for b in drawn] == \
         [(b.start_us, b.duration_us, b.name) for b in layout.bars]
 
 
 def test_the_bar_cap_keeps_the_widest_when_merging_is_not_enough() -> None:
     bars = tuple(TimelineBar(Lane.DEVICE, 0, 10.0 * i, 5.0 + i % 7, f"k{i}") for i in range(300))
-    layout = analysis.TimelineLayout(0.0, 3000.0, "s", bars, (TimelineTrack(Lane.DEVICE, "", "device", 1),), 300)
-    drawn, note = plots.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0}, max_bars=100)
+    layout = TimelineLayout(0.0, 3000.0, "s", bars, (TimelineTrack(Lane.DEVICE, "", "device", 1),), 300)
+    drawn, note = timeline_plot.timeline_bars(layout, {(Lane.DEVICE, "", 0): 0}, max_bars=100)
     assert len(drawn) == 100 and "200 narrower ones left out" in note
     assert min(b.duration_us for b in drawn) >= max(b.duration_us for b in bars) - 2

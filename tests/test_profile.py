@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 
 from reportgen.model.run import DeviceKind, RunSource, TimeBasis, VariantStatus
-from reportgen.store.bundle import load_store
+from reportgen.store.loader import load_store
 
 
 @pytest.fixture(scope="module")

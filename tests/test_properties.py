@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 
 from reportgen.errors import BundleError
 from reportgen.model.run import SCHEMA_VERSION
-from reportgen.store.bundle import parse_run_json
+from reportgen.store.runjson import parse_run_json
 from reportgen.text.markdown import md_escape
 
 GFM = MarkdownIt("gfm-like", {"linkify": False})
@@ -98,7 +98,7 @@ def _paths(node: object, prefix: tuple = ()) -> list[tuple]:
 def _valid_run_dict() -> dict:
     from factories import synthetic_run
 
-    from reportgen.store.bundle import run_to_json
+    from reportgen.store.runjson import run_to_json
 
     return json.loads(run_to_json(synthetic_run(with_traces=True)))
 

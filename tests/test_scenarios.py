@@ -9,7 +9,7 @@ from conftest import run_cli
 
 from reportgen.errors import ScenarioError
 from reportgen.scenario.loader import SCENARIOS_DIR, load_scenario
-from reportgen.store.bundle import load_store
+from reportgen.store.loader import load_store
 
 
 def test_layernorm_scenario_profiles_through_the_cli(tmp_path: Path) -> None:

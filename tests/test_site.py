@@ -23,7 +23,9 @@ from reportgen.render import jinja as render
 from reportgen.site import build as site_build
 from reportgen.site import pages as site_pages
 from reportgen.site import plan as site_plan
-from reportgen.store.bundle import load_run, safe_component
+from reportgen.store.layout import safe_component
+from reportgen.store.loader import load_run
+from reportgen.text import formatting
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 RUN_B = "20261201T000000Z-cpu-test-def456"
@@ -377,11 +379,11 @@ def test_markdown_tables_of_a_normal_run_start_their_own_block(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("func", "value", "text"), [
-    (render.fmt_us, 2355.0, "2,355.0"), (render.fmt_us, 17.049, "17.05"), (render.fmt_us, 0.8012, "0.801"),
-    (render.fmt_us, None, "—"), (render.fmt_pct, 0.495, "49.5 %"), (render.fmt_ratio, 2355 / 403.3, "5.84×"),
-    (render.fmt_ratio, 0.000899, "0.0009×"), (render.fmt_rate, 2.9e12, "2.9 TB/s"),
-    (render.fmt_rate, 13_427_473_098.0, "13.4 GB/s"), (render.fmt_bytes, 34816, "34.0 KiB"),
-    (render.fmt_bytes, 512, "512 B"), (render.fmt_int, 12345, "12,345"),
+    (formatting.fmt_us, 2355.0, "2,355.0"), (formatting.fmt_us, 17.049, "17.05"), (formatting.fmt_us, 0.8012, "0.801"),
+    (formatting.fmt_us, None, "—"), (formatting.fmt_pct, 0.495, "49.5 %"), (formatting.fmt_ratio, 2355 / 403.3, "5.84×"),
+    (formatting.fmt_ratio, 0.000899, "0.0009×"), (formatting.fmt_rate, 2.9e12, "2.9 TB/s"),
+    (formatting.fmt_rate, 13_427_473_098.0, "13.4 GB/s"), (formatting.fmt_bytes, 34816, "34.0 KiB"),
+    (formatting.fmt_bytes, 512, "512 B"), (formatting.fmt_int, 12345, "12,345"),
 ])
 def test_number_formats(func: object, value: object, text: str) -> None:
     assert func(value) == text  # type: ignore[operator]
@@ -433,19 +435,19 @@ def test_build_over_real_cpu_profile(real_cpu_store: Path, tmp_path: Path) -> No
     _assert_links_resolve(out)
     runs = [load_run(p) for p in sorted(real_cpu_store.iterdir()) if (p / "run.json").is_file()]
     assert len(runs) >= 1
-    from reportgen.analysis import views as analysis
-    from reportgen.render.jinja import fmt_us
+    from reportgen.analysis.variant_view import op_breakdown, variant_view
+    from reportgen.text.formatting import fmt_us
 
     for run in runs:
         html = (out / "runs" / run.run_id / "index.html").read_text()
         md = (out / "runs" / run.run_id / "report.md").read_text()
         assert "Self CPU (device)" in html
         for v in run.variants:
-            b = analysis.op_breakdown(v)
+            b = op_breakdown(v)
             assert b.hotspot is not None
             assert f"<code>{b.hotspot.name}</code>" in html.replace("&#39;", "'")
             assert f"| {fmt_us(b.hotspot.self_device_us)} |" in md
-            summary = analysis.variant_view(v, run.peak.bandwidth_bytes_per_s).timing
+            summary = variant_view(v, run.peak.bandwidth_bytes_per_s).timing
             assert summary is not None and f"<td>{fmt_us(summary.median_us)}</td>" in html
             assert (out / "runs" / run.run_id / f"timeline-{v.name}.svg").stat().st_size > 5000
 
@@ -486,7 +488,7 @@ def test_device_artifacts_are_downloadable_from_the_run_page(tmp_path: Path) -> 
     from factories import chrome_trace
 
     from reportgen.model.run import Artifact
-    from reportgen.store.bundle import write_bundle
+    from reportgen.store.writer import write_bundle
 
     run = synthetic_run(with_traces=True)
     neff = Artifact("artifacts/naive/neff_0123_vnc_0.neff", "neff", 5)

@@ -19,7 +19,7 @@ from reportgen.errors import SiteError
 from reportgen.model.run import Artifact
 from reportgen.site import build_site, fs, plan, renderer_version
 from reportgen.site.build import SITE_MARKERS
-from reportgen.store.bundle import temp_owner_tag, write_bundle
+from reportgen.store.writer import temp_owner_tag, write_bundle
 
 EXECUTABLE_WEB_SUFFIXES = (".html", ".htm", ".xhtml", ".xht", ".svg", ".svgz", ".js", ".mjs", ".xml", ".xsl",
                            ".shtml", ".php", ".css", ".swf", ".pdf", ".wasm")
@@ -188,7 +188,7 @@ def _copy_sources(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("changed", ["reportgen/analysis/stats.py", "reportgen/text/markdown.py", "reportgen/traces/reader.py",
-                                     "reportgen/analysis/views.py", "reportgen/devices/neuron/device.py",
+                                     "reportgen/analysis/run_view.py", "reportgen/devices/neuron/device.py",
                                      "reportgen/site/pages.py", "templates/run.html", "templates/_macros.html",
                                      "templates/charts/bars.svg", "templates/style.css",
                                      "templates/reading-a-report.md"])
@@ -211,7 +211,7 @@ def test_a_new_module_changes_the_renderer_version(tmp_path: Path) -> None:
 def test_the_installed_version_covers_every_loaded_reportgen_module_and_template() -> None:
     import sys
 
-    from reportgen.render import jinja, plots  # noqa: F401
+    from reportgen.render import bars, history_plot, jinja, sweep_plots, timeline_plot  # noqa: F401
     from reportgen.traces import reader  # noqa: F401  what a build loads
 
     sources = {p.resolve() for p in plan.renderer_sources()}

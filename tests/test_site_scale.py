@@ -11,11 +11,12 @@ import pytest
 from factories import synthetic_run, variant, write_synthetic
 
 from reportgen import site
-from reportgen.analysis import views as analysis
+from reportgen.analysis.history import RunDigest, digest
+from reportgen.analysis.run_view import run_view
 from reportgen.errors import SiteError, UsageError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.model.run import VariantStatus
-from reportgen.render import plots
+from reportgen.render import bars, drawing
 from reportgen.site import fs, manifest, pages, workers
 
 
@@ -56,7 +57,7 @@ def _record_pid(task: pages.RunPageTask) -> pages.RenderedPage:
     (task.dest / "pid").write_text(str(os.getpid()))
     run = synthetic_run(run_id=task.dest.name)
     entry = manifest.ManifestEntry(run.run_id, "0" * 64, task.renderer_version)
-    return pages.RenderedPage(run, manifest.SiteRun(entry, analysis.digest(run), manifest.PageOrigin.RENDERED), 2)
+    return pages.RenderedPage(run, manifest.SiteRun(entry, digest(run), manifest.PageOrigin.RENDERED), 2)
 
 
 def _tasks(tmp_path: Path, n: int) -> list[pages.RunPageTask]:
@@ -132,17 +133,17 @@ def test_unchanged_run_pages_are_hard_links_to_the_old_ones(tmp_path: Path) -> N
                                                                      for n in ("naive", "fused", "compiled")}
 
 
-def _digests() -> list[analysis.RunDigest]:
+def _digests() -> list[RunDigest]:
     odd = synthetic_run(run_id="odd", variants=(
         variant("naive", 10.0), variant("boom", 1.0, status=VariantStatus.FAILED, error="x"),
         variant("wrong", 5.0, status=VariantStatus.INCORRECT)))
-    return [analysis.digest(odd), analysis.digest(synthetic_run(label="a|b"))]
+    return [digest(odd), digest(synthetic_run(label="a|b"))]
 
 
 def test_fast_manifest_digest_decodes_exactly_as_the_codec() -> None:
     for d in _digests():
         data = json.loads(json.dumps(to_jsonable(d)))
-        assert manifest.digest_from_manifest(data) == from_jsonable(analysis.RunDigest, data, "m") == d
+        assert manifest.digest_from_manifest(data) == from_jsonable(RunDigest, data, "m") == d
 
 
 @pytest.mark.parametrize("change", [
@@ -164,10 +165,10 @@ def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: objec
 
 
 def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> None:
-    assert plots._clip_label("x" * 32) == "x" * 32
-    assert plots._clip_label("y" * 33) == "y" * 31 + "…"
-    views = analysis.run_view(synthetic_run(variants=(variant("v" * 200, 10.0), variant("fused", 5.0)))).variants
-    chart = plots.bar_layout(views, "long names")
+    assert drawing.clip_label("x" * 32) == "x" * 32
+    assert drawing.clip_label("y" * 33) == "y" * 31 + "…"
+    views = run_view(synthetic_run(variants=(variant("v" * 200, 10.0), variant("fused", 5.0)))).variants
+    chart = bars.bar_layout(views, "long names")
     assert [b.label for b in chart.bars] == ["v" * 31 + "…", "fused"]
     assert chart.plot_left_px < chart.plot_right_px / 2  # the clipped label leaves the bars room
 

@@ -24,7 +24,8 @@ from reportgen.model.run import (
     VariantStatus,
 )
 from reportgen.scenario.loader import MAX_SWEEP_POINTS, load_scenario, parse_sweep
-from reportgen.store.bundle import load_run, parse_run_json, run_to_json
+from reportgen.store.loader import load_run
+from reportgen.store.runjson import parse_run_json, run_to_json
 from reportgen.text.formatting import fmt_of_ceiling
 
 KIB, MIB = 1024, 1024**2
@@ -252,7 +253,7 @@ def _profile_args(sweep: str | None):  # type: ignore[no-untyped-def]
 
 
 def test_the_config_sweep_applies_and_the_flag_overrides_it(tmp_path: Path) -> None:
-    from reportgen.cli import profile_request
+    from reportgen.commands import profile_request
     from reportgen.config import load_config
 
     (tmp_path / "reportgen.toml").write_text('sweep = ["1,128", "4x128"]\n')
@@ -266,7 +267,7 @@ def test_the_config_sweep_applies_and_the_flag_overrides_it(tmp_path: Path) -> N
 
 
 def test_a_bad_config_sweep_names_the_file_and_key(tmp_path: Path) -> None:
-    from reportgen.cli import profile_request
+    from reportgen.commands import profile_request
     from reportgen.config import load_config
     from reportgen.errors import ConfigError
 
@@ -282,7 +283,7 @@ def test_a_bad_config_sweep_names_the_file_and_key(tmp_path: Path) -> None:
 
 
 def test_a_config_default_sweep_skips_a_scenario_without_one(tmp_path: Path) -> None:
-    from reportgen.cli import _sweep_of
+    from reportgen.commands import _sweep_of
     from reportgen.config import load_config
 
     (tmp_path / "reportgen.toml").write_text('sweep = "default"\n')
@@ -296,13 +297,15 @@ def test_a_config_default_sweep_skips_a_scenario_without_one(tmp_path: Path) -> 
 
 def test_vendor_compute_roofs_come_from_the_documented_figures_only() -> None:
     from reportgen.devices.cuda import vendor_compute_roof
-    from reportgen.devices.neuron.hardware import core_compute_roof
+    from reportgen.devices.neuron import chips
 
-    flops, source = core_compute_roof("trn2.48xlarge", "2", "bfloat16")
-    assert flops == pytest.approx(667e12 / 8 * 2) and source.startswith("vendor: 667 TFLOPS dense bfloat16")
-    assert core_compute_roof("trn1n.32xlarge", None, "float32")[0] == pytest.approx(47.5e12 / 2)
-    assert core_compute_roof("trn2.48xlarge", "2", "float16")[0] is None  # the documents list no float16 figure
-    assert core_compute_roof(None, None, "bfloat16") == (None, "compute roof: none (instance type unknown)")
+    lnc2 = chips.resolve_lnc(chips.CHIPS["trn2"], 2, "neuron-ls", None)
+    flops, source = chips.core_compute_roof("trn2.48xlarge", lnc2, "bfloat16")  # RMSNorm's engine: Vector
+    assert flops == pytest.approx(1e12 * 2) and "drawn: Vector Engine 2 TFLOPS" in source
+    assert "Tensor Engine 158 TFLOPS" in source and "neuron-core-v3.rst" in source
+    assert chips.chip_share("trn2.48xlarge", lnc2, "float16").flops_per_s == pytest.approx(667e12 / 8 * 2)
+    assert chips.core_compute_roof(None, chips.Lnc(None, "-"), "bfloat16") == (
+        None, "compute roof: none (instance type unknown)")
     assert vendor_compute_roof("NVIDIA H200", "bfloat16") == (990e12, "vendor: H200 990 TFLOPS dense bfloat16")
     assert vendor_compute_roof("NVIDIA A10G", "float32")[0] is None
 
@@ -339,8 +342,8 @@ class _FlushingCpu:
 def test_a_flushing_device_times_one_call_per_sample_each_after_a_flush() -> None:
     import torch
 
-    from reportgen.profile.measure import CallArgs, _samples, calls_per_sample
     from reportgen.profile.sweep import SweepPlan, measure_point
+    from reportgen.profile.timing import CallArgs, _samples, calls_per_sample
 
     backend = _FlushingCpu()
     calls: list[int] = []
@@ -370,14 +373,14 @@ def _swept(run_id: str, created: str, times: dict[tuple[int, int], dict[str, flo
 
 
 def test_compare_reports_each_shared_shape_outside_the_verdict() -> None:
-    from reportgen.compare.command import render_markdown
+    from reportgen.compare.report import render_markdown
 
     base = _swept("20261130T000000Z-cpu-base-aaaaaa", "2026-11-30T00:00:00Z",
                   {(1, 4096): {"naive": 10.0, "fused": 5.0}, (64, 4096): {"naive": 100.0, "fused": 50.0}})
     head = _swept("20261130T001000Z-cpu-head-bbbbbb", "2026-11-30T00:10:00Z",
                   {(1, 4096): {"naive": 10.0, "fused": 7.5}, (8, 4096): {"naive": 20.0, "fused": 9.0},
                    (64, 4096): {"naive": 100.0, "fused": 50.0}})
-    from reportgen.compare.command import compare_runs
+    from reportgen.compare.diff import compare_runs
 
     c = compare_runs(base, head, 5.0)
     assert [(s.shape, s.variant) for s in c.shapes] == [("1,4096", "naive"), ("1,4096", "fused"),
@@ -395,7 +398,7 @@ def test_compare_reports_each_shared_shape_outside_the_verdict() -> None:
 
 
 def test_compare_per_shape_intervals_are_widened_by_a_measured_drift() -> None:
-    from reportgen.compare.command import compare_runs
+    from reportgen.compare.diff import compare_runs
 
     history = [_swept(f"20261129T00{i:02d}00Z-cpu-h-{i:06d}", f"2026-11-29T00:{i:02d}:00Z",
                       {(1, 4096): {"naive": 10.0}}) for i in range(5)]
@@ -418,7 +421,7 @@ def test_compare_per_shape_intervals_are_widened_by_a_measured_drift() -> None:
 def test_each_swept_shape_joins_that_shapes_history_and_survives_the_manifest() -> None:
     import json as _json
 
-    from reportgen.analysis.views import digest, history
+    from reportgen.analysis.history import digest, history
     from reportgen.model.codec import to_jsonable
     from reportgen.site.manifest import digest_from_manifest
 
@@ -442,7 +445,7 @@ def test_each_swept_shape_joins_that_shapes_history_and_survives_the_manifest() 
 
 
 def test_a_sweep_shape_too_large_for_memory_names_the_flag_or_the_config(tmp_path: Path) -> None:
-    from reportgen.cli import _sweep_of
+    from reportgen.commands import _sweep_of
     from reportgen.config import load_config
     from reportgen.errors import ConfigError
 
@@ -493,7 +496,7 @@ def test_sweep_points_are_every_shape_times_every_parameter_combination() -> Non
 def test_a_real_parameter_sweep_is_stored_shown_and_keyed_by_its_values(tmp_path: Path) -> None:
     from user_repo_kit import write_user_package
 
-    from reportgen.analysis.views import digest, history
+    from reportgen.analysis.history import digest, history
 
     write_user_package(tmp_path, None)
     store, site = tmp_path / "results", tmp_path / "site"

@@ -10,9 +10,17 @@ from pathlib import Path
 import pytest
 from conftest import REAL_TRACES_DIR
 
-from reportgen.analysis import views as analysis
+from reportgen.analysis.timeline import (
+    FOLDED_TRACK,
+    LANE_ROW_BUDGET,
+    MAX_DEPTH,
+    TimelineLayout,
+    iteration_window,
+    representative_step,
+    timeline_layout,
+)
 from reportgen.devices.lanes import Lane
-from reportgen.render import plots
+from reportgen.render import timeline_plot
 from reportgen.traces.reader import events_in_window, profiler_steps, read_trace
 
 
@@ -43,14 +51,14 @@ def _overlaps(spans: list[tuple[object, float, float]]) -> list[tuple[object, tu
     return found
 
 
-def assert_no_bars_overlap(layout: analysis.TimelineLayout) -> None:
+def assert_no_bars_overlap(layout: TimelineLayout) -> None:
     """No two bars drawn on one row overlap: not in the layout, and not as the chart draws them (minimum widths)."""
     row_of = {key: i for i, key in enumerate(layout.rows)}
     assert len(row_of) == len(layout.rows), "two rows share a key"
-    drawn, _ = plots.timeline_bars(layout, row_of)
+    drawn, _ = timeline_plot.timeline_bars(layout, row_of)
     assert all(b.row in range(len(row_of)) for b in drawn)
     assert _overlaps([(b.row, b.start_us, b.start_us + b.duration_us) for b in drawn]) == []
-    extents = plots.drawn_extents(drawn, layout.window_us * 0.0015)
+    extents = timeline_plot.drawn_extents(drawn, layout.window_us * 0.0015)
     assert _overlaps([(b.row, x0, x1) for b, (x0, x1) in zip(drawn, extents, strict=True)]) == []
     assert all(x1 >= b.start_us + b.duration_us for b, (_, x1) in zip(drawn, extents, strict=True))
 
@@ -80,7 +88,7 @@ def _compute_and_comm() -> list[Ev]:
 
 
 def test_compute_and_communication_kernels_on_two_streams_get_their_own_rows() -> None:
-    layout = analysis.timeline_layout(_compute_and_comm(), 0.0, 500.0, "ProfilerStep#4")
+    layout = timeline_layout(_compute_and_comm(), 0.0, 500.0, "ProfilerStep#4")
     assert [(t.title, t.depth) for t in layout.tracks] == [
         ("framework ops · thread 100", 2), ("framework ops · thread 200", 1),
         ("runtime · thread 100", 1), ("runtime · thread 200", 1),
@@ -105,20 +113,20 @@ def test_the_old_layout_would_have_drawn_the_kernels_over_each_other() -> None:
 def test_many_streams_fold_into_one_row_and_the_chart_says_so(tmp_path: Path) -> None:
     events = [Ev(f"k{s}_{i}", "device", 10.0 * i + s, 8.0, tid=str(s), pid="0") for s in range(40) for i in range(5)]
     events += [Ev(f"t{t}", "framework", float(t), 30.0, tid=str(1000 + t)) for t in range(30)]
-    layout = analysis.timeline_layout(events, 0.0, 100.0)
+    layout = timeline_layout(events, 0.0, 100.0)
     assert layout.event_count == len(events)
     device = [t for t in layout.tracks if t.lane is Lane.DEVICE]
-    assert len(device) == analysis.LANE_ROW_BUDGET[Lane.DEVICE]  # one row each, and the folded row
-    assert device[-1].key == analysis.FOLDED_TRACK and device[-1].depth == 1
+    assert len(device) == LANE_ROW_BUDGET[Lane.DEVICE]  # one row each, and the folded row
+    assert device[-1].key == FOLDED_TRACK and device[-1].depth == 1
     assert device[-1].title == f"device · {device[-1].members} other streams" and device[-1].members == 40 - 12
-    busy = [(b.start_us, b.duration_us, b.name) for b in layout.bars if b.track == analysis.FOLDED_TRACK
+    busy = [(b.start_us, b.duration_us, b.name) for b in layout.bars if b.track == FOLDED_TRACK
             and b.lane is Lane.DEVICE]
     assert busy == [(12.0, 75.0, "")]  # streams 12..39 kept one after the other busy from 12 to 87 µs
     framework = [t for t in layout.tracks if t.lane is Lane.FRAMEWORK]
-    assert len(framework) == analysis.LANE_ROW_BUDGET[Lane.FRAMEWORK] and framework[-1].members == 30 - 12
-    assert len(layout.rows) <= sum(analysis.LANE_ROW_BUDGET.values())
+    assert len(framework) == LANE_ROW_BUDGET[Lane.FRAMEWORK] and framework[-1].members == 30 - 12
+    assert len(layout.rows) <= sum(LANE_ROW_BUDGET.values())
     assert_no_bars_overlap(layout)
-    plots.timeline_chart(layout, tmp_path / "t.svg", "folded")
+    timeline_plot.timeline_chart(layout, tmp_path / "t.svg", "folded")
     root = ET.parse(tmp_path / "t.svg").getroot()
     texts = set(root.itertext())
     assert "device · 28 other streams" in texts and "framework ops · 18 other threads" in texts
@@ -129,17 +137,17 @@ def test_many_streams_fold_into_one_row_and_the_chart_says_so(tmp_path: Path) ->
 def test_the_busiest_threads_keep_their_tracks() -> None:
     events = [Ev(f"op{t}_{d}", "framework", float(d), 100.0 - 2 * d, tid=str(t)) for t in range(5) for d in range(6)]
     events.append(Ev("main", "framework", 0.0, 1000.0, tid="4"))
-    layout = analysis.timeline_layout(events, 0.0, 1000.0)
+    layout = timeline_layout(events, 0.0, 1000.0)
     assert [t.title for t in layout.tracks] == ["framework ops · thread 0", "framework ops · thread 4",
                                                 "framework ops · 3 other threads"]
     assert [t.depth for t in layout.tracks] == [6, 6, 1]
 
 
 def test_calls_nested_too_deep_are_not_drawn_over_their_parent() -> None:
-    events = [Ev(f"op{i}", "framework", float(i), 100.0 - 2 * i) for i in range(analysis.MAX_DEPTH + 2)]
-    layout = analysis.timeline_layout(events, 0.0, 100.0)
-    drawn, note = plots.timeline_bars(layout, {key: i for i, key in enumerate(layout.rows)})
-    assert len(drawn) == analysis.MAX_DEPTH and note == f"2 calls nested deeper than {analysis.MAX_DEPTH} levels not drawn"
+    events = [Ev(f"op{i}", "framework", float(i), 100.0 - 2 * i) for i in range(MAX_DEPTH + 2)]
+    layout = timeline_layout(events, 0.0, 100.0)
+    drawn, note = timeline_plot.timeline_bars(layout, {key: i for i, key in enumerate(layout.rows)})
+    assert len(drawn) == MAX_DEPTH and note == f"2 calls nested deeper than {MAX_DEPTH} levels not drawn"
     assert_no_bars_overlap(layout)
 
 
@@ -148,35 +156,35 @@ def test_track_labels_name_devices_streams_and_odd_ids(tmp_path: Path) -> None:
               Ev("sync", "device", 2.0, 1.0, tid="-1", pid="0"),
               Ev("c", "framework", 0.0, 1.0, tid="<b>x</b>/y"), Ev("d", "framework", 0.0, 1.0, tid="<b>x</b>", pid="100/y"),
               Ev("e", "runtime", 0.0, 1.0, tid="t\x1b[31m" + "w" * 60)]
-    layout = analysis.timeline_layout(events, 0.0, 3.0)
+    layout = timeline_layout(events, 0.0, 3.0)
     assert [t.title for t in layout.tracks] == [
         "framework ops · pid 100 · <b>x</b>/y", "framework ops · pid 100/y · <b>x</b>",
         "runtime · t\x1b[31m" + "w" * 60, "device 0 · all streams", "device 0 · stream 7", "device 1 · stream 7"]
     assert len({t.key for t in layout.tracks}) == len(layout.tracks)
-    plots.timeline_chart(layout, tmp_path / "t.svg", "odd")
+    timeline_plot.timeline_chart(layout, tmp_path / "t.svg", "odd")
     data = (tmp_path / "t.svg").read_bytes()
     texts = set(ET.fromstring(data).itertext())  # well-formed: the ESC became U+FFFD
     assert {"framework ops · pid 100 · <b>x</b>/y", "device 0 · all streams"} <= texts and b"<b>" not in data
     clipped = [t for t in texts if t.startswith("runtime · t\ufffd")]
-    assert clipped == ["runtime · t\ufffd[31m" + "w" * (plots.MAX_ROW_LABEL_CHARS - 17) + "…"]
+    assert clipped == ["runtime · t\ufffd[31m" + "w" * (timeline_plot.MAX_ROW_LABEL_CHARS - 17) + "…"]
 
 
-def _layout_of(name: str) -> analysis.TimelineLayout:
+def _layout_of(name: str) -> TimelineLayout:
     trace = read_trace(REAL_TRACES_DIR / name)
-    step = analysis.representative_step(profiler_steps(trace))
+    step = representative_step(profiler_steps(trace))
     if step is None:
         start = min(e.start_us for e in trace.events)
         end = max(e.end_us for e in trace.events)
     else:
-        start, end = analysis.iteration_window(trace.events, step.start_us, step.start_us + step.duration_us)
-    return analysis.timeline_layout(events_in_window(trace, start, end), start, end)
+        start, end = iteration_window(trace.events, step.start_us, step.start_us + step.duration_us)
+    return timeline_layout(events_in_window(trace, start, end), start, end)
 
 
-def _whole_trace(name: str) -> analysis.TimelineLayout:
+def _whole_trace(name: str) -> TimelineLayout:
     trace = read_trace(REAL_TRACES_DIR / name)
     start = min(e.start_us for e in trace.events)
     end = max(e.end_us for e in trace.events)
-    return analysis.timeline_layout(trace.events, start, end)
+    return timeline_layout(trace.events, start, end)
 
 
 def test_a_real_two_stream_cuda_trace_has_a_track_per_stream_and_no_overlaps(tmp_path: Path) -> None:
@@ -186,7 +194,7 @@ def test_a_real_two_stream_cuda_trace_has_a_track_per_stream_and_no_overlaps(tmp
     assert device == ["device · all streams", "device · stream 7", "device · stream 20"]
     assert "framework ops · thread 2869224" in [t.title for t in layout.tracks]
     assert_no_bars_overlap(layout)
-    plots.timeline_chart(layout, tmp_path / "t.svg", "alexnet")
+    timeline_plot.timeline_chart(layout, tmp_path / "t.svg", "alexnet")
     texts = set(ET.parse(tmp_path / "t.svg").getroot().itertext())
     assert {"device · stream 7", "device · stream 20", "framework ops · thread 2869224"} <= texts
     assert (tmp_path / "t.svg").stat().st_size < 400_000
@@ -197,7 +205,7 @@ def test_a_real_two_stream_cuda_trace_has_a_track_per_stream_and_no_overlaps(tmp
 def test_no_bars_overlap_on_real_traces(name: str) -> None:
     for layout in (_layout_of(name), _whole_trace(name)):
         assert_no_bars_overlap(layout)
-        assert len(layout.rows) <= sum(analysis.LANE_ROW_BUDGET.values())
+        assert len(layout.rows) <= sum(LANE_ROW_BUDGET.values())
 
 
 def test_real_multi_thread_cpu_trace_has_a_track_per_thread() -> None:

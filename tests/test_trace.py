@@ -12,19 +12,11 @@ from conftest import REAL_TRACES_DIR
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reportgen.devices.lanes import Lane
 from reportgen.errors import TraceError
 from reportgen.traces import reader as trace_mod
-from reportgen.traces.reader import (
-    Lane,
-    TraceEvent,
-    events_in_window,
-    is_device_work,
-    lane_of,
-    max_trace_bytes,
-    profiler_steps,
-    read_trace,
-    read_trace_bytes,
-)
+from reportgen.traces.events import TraceEvent, is_device_work, lane_of
+from reportgen.traces.reader import events_in_window, max_trace_bytes, profiler_steps, read_trace, read_trace_bytes
 
 REAL_TRACES = sorted(REAL_TRACES_DIR.glob("*.json.gz"))
 EXPECTED_HINT = {

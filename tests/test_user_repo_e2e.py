@@ -16,7 +16,7 @@ from pathlib import Path
 from user_repo_kit import git, write_user_package
 from wheel_kit import InstalledWheel
 
-from reportgen.compare.command import MARKER
+from reportgen.compare.report import MARKER
 
 
 def test_a_new_users_repository_from_init_to_site_and_comparison(tmp_path: Path, installed_wheel: InstalledWheel) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from factories import synthetic_run, write_synthetic
 
-from reportgen.analysis import views as analysis
+from reportgen.analysis.history import digest, history
 from reportgen.cli import main
 from reportgen.errors import BundleError, CompareError
 from reportgen.model.run import Run, RunSource, ScenarioInfo
-from reportgen.store.bundle import resolve_run_dir
+from reportgen.store.loader import resolve_run_dir
 from reportgen.store.withdrawn import read_withdrawn
 
 
@@ -105,18 +105,18 @@ def test_a_withdrawn_run_leaves_the_history_and_its_page_says_why(store: Path, t
 
 
 def test_history_and_comparisons_are_keyed_by_machine() -> None:
-    from reportgen.compare.command import compare_runs
+    from reportgen.compare.diff import compare_runs
 
     a = make("x1", 1, machine="ci")
     b = dataclasses.replace(make("x2", 2, machine="ci"),
                             environment=dataclasses.replace(make("x2", 2, machine="ci").environment,
                                                             cpu_model="Other CPU", device_name="Other CPU"))
     c = make("x3", 3, machine="laptop")
-    groups = analysis.history([analysis.digest(r) for r in (a, b, c)])
+    groups = history([digest(r) for r in (a, b, c)])
     assert sorted(g.run_ids for g in groups) == [("x1", "x2"), ("x3",)]  # one line per machine, CPU changes ignored
     assert {g.title for g in groups} == {"rmsnorm on cpu (machine ci) — dtype=float32, shape=4,64",
                                          "rmsnorm on cpu (machine laptop) — dtype=float32, shape=4,64"}
-    unnamed = [analysis.digest(make("u1", 1)), analysis.digest(b)]
-    assert len(analysis.history(unnamed)) == 2
+    unnamed = [digest(make("u1", 1)), digest(b)]
+    assert len(history(unnamed)) == 2
     with pytest.raises(CompareError, match="field 'environment.machine' differs \\('ci' vs 'laptop'\\)"):
         compare_runs(a, c, 5.0)

@@ -19,7 +19,7 @@ TOL = Tolerance(atol=1e-6, rtol=1e-6)
 
 
 def test_outputs_checked_leaf_by_leaf() -> None:
-    from reportgen.profile.measure import check_correctness, first_bad_leaf
+    from reportgen.profile.correctness import check_correctness, first_bad_leaf
 
     a, b = torch.ones(3), torch.arange(3.0)
     ref = (a.double(), {"res": b.double()})
@@ -42,21 +42,21 @@ def _inplace_double(x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tens
 
 def test_inplace_variant_gets_fresh_inputs_and_leaves_the_originals_alone(tmp_path: Path) -> None:
     from reportgen.devices.cpu import CpuBackend
-    from reportgen.profile.measure import MeasureSettingsIn, VariantInputs, measure_variant
+    from reportgen.profile.measure import MeasureContext, MeasureSettingsIn, VariantInputs, measure_variant
 
     x, r = torch.arange(4.0), torch.ones(4)
     originals = (x.clone(), r.clone())
     ref = ((x * 2).double(), (r + x).double())
     inputs = VariantInputs((x, r), ref, TOL, 32, 4)
     settings = MeasureSettingsIn(samples=3, warmup=1, calls_per_sample=2, profile_active=1)
-    out = measure_variant(CpuBackend(), Variant("ip", "in place", _inplace_double, inplace=True), inputs, settings,
-                          tmp_path / "w", lambda _m: None)
+    out = measure_variant(MeasureContext(CpuBackend(), inputs, settings, lambda _m: None),
+                          Variant("ip", "in place", _inplace_double, inplace=True), tmp_path / "w")
     assert out.result.status.value == "ok", out.result.error
     assert torch.equal(x, originals[0]) and torch.equal(r, originals[1])  # never written: every call had clones
 
 
 def test_inplace_clones_are_made_before_each_sample_starts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from reportgen.profile import measure
+    from reportgen.profile import timing
 
     events: list[str] = []
 
@@ -67,13 +67,13 @@ def test_inplace_clones_are_made_before_each_sample_starts(monkeypatch: pytest.M
         def cache_flush_bytes(self) -> int:
             return 0  # a device that flushes its cache is timed one call per sample (tests/test_sweep.py)
 
-    monkeypatch.setattr(measure, "clone_args", lambda a: events.append("clone") or a)
-    args = measure.CallArgs((torch.zeros(1),), fresh=True)
-    measure._samples(Backend(), lambda *_: events.append("call"), args, n=2, calls=3)  # type: ignore[arg-type]
+    monkeypatch.setattr(timing, "clone_args", lambda a: events.append("clone") or a)
+    args = timing.CallArgs((torch.zeros(1),), fresh=True)
+    timing._samples(Backend(), lambda *_: events.append("call"), args, n=2, calls=3)  # type: ignore[arg-type]
     assert events == ["clone"] * 3 + ["sync"] + ["call"] * 3 + ["sync"] + ["clone"] * 3 + ["sync"] + ["call"] * 3 \
         + ["sync"]
     events.clear()
-    measure._samples(Backend(), lambda *_: events.append("call"), measure.CallArgs((1,)), n=1, calls=2)  # type: ignore[arg-type]
+    timing._samples(Backend(), lambda *_: events.append("call"), timing.CallArgs((1,)), n=1, calls=2)  # type: ignore[arg-type]
     assert events == ["sync", "call", "call", "sync"]  # not in place: no copies at all
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from reportgen.cli import build_parser
-from reportgen.compare.command import MARKER
+from reportgen.compare.report import MARKER
 
 WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "reportgen.yml"
 ACTION = WORKFLOW.parent.parent.parent / "action.yml"

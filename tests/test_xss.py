@@ -25,7 +25,7 @@ from hostile import CLI_LABEL, LITERAL_TEMPLATE, PAYLOADS, hostile_run, hostile_
 
 from reportgen.cli import main
 from reportgen.site import build_site
-from reportgen.store.bundle import load_store
+from reportgen.store.loader import load_store
 
 RUN_1 = "20261130T000000Z-cpu-evil-abc123"
 RUN_2 = "20261201T000000Z-cpu-evil-def456"

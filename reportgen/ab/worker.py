@@ -39,16 +39,9 @@ from reportgen.devices.backend import Backend
 from reportgen.devices.host import fingerprint
 from reportgen.errors import ReportgenError
 from reportgen.model.codec import to_jsonable
-from reportgen.profile.measure import (
-    CallArgs,
-    _calibrate,
-    _one_line,
-    _release_compile_workers,
-    _samples,
-    _timed_call,
-    _warm_up,
-    check_correctness,
-)
+from reportgen.profile.correctness import check_correctness
+from reportgen.profile.measure import _one_line, _release_compile_workers
+from reportgen.profile.timing import CallArgs, _calibrate, _samples, _timed_call, _warm_up
 from reportgen.scenario.loader import Scenario, Variant, load_scenario, scenario_files
 
 MIN_SAMPLE_US = 2000.0

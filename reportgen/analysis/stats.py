@@ -152,9 +152,8 @@ def _row_medians(m: np.ndarray) -> np.ndarray:
     m.sort(axis=1)
     k = m.shape[1] // 2
     # + 0.0 turns -0.0 into 0.0, as np.median's mean of the middle values does.
-    if m.shape[1] % 2:
-        return m[:, k] + 0.0
-    return (m[:, k - 1] + m[:, k]) / 2 + 0.0
+    middle: np.ndarray = m[:, k] + 0.0 if m.shape[1] % 2 else (m[:, k - 1] + m[:, k]) / 2 + 0.0
+    return middle
 
 
 def _bootstrap_interval(estimates: np.ndarray) -> tuple[float, float]:

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from reportgen.compare.command import MARKER
+from reportgen.compare.report import MARKER
 
 PER_PAGE = 100
 MAX_PAGES = 50

@@ -94,7 +94,8 @@ class CudaBackend(Backend):
         """CUDA events around the call: device time of the call, without the host's launch and sync overhead."""
         import torch
 
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+        end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start.record()
         fn(*args)
         end.record()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import socket
@@ -22,6 +23,14 @@ def cpu_model() -> str | None:
     except OSError:
         pass
     return platform.processor() or None
+
+
+def dist_version(distribution: str) -> str | None:
+    """The installed version of a Python distribution (``torch-neuronx``), None when it is not installed."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def fingerprint(torch: Any, device_name: str, extras: dict[str, str | None]) -> Environment:

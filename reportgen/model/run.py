@@ -114,10 +114,15 @@ class DeviceEvidence:
             return None
         return (self.summary["hbm_read_bytes"] + self.summary["hbm_write_bytes"]) / max(self.profiled_steps, 1)
 
+    def device_time_field(self) -> str | None:
+        """The summary field device time is read from: total_active_time (idle gaps excluded), else total_time."""
+        return next((f for f in ("total_active_time", "total_time") if f in self.summary), None)
+
     def device_time_us_per_step(self) -> float | None:
-        """neuron-explorer's total_time per profiled step, in µs: an upper bound (the NTFF's idle gaps count)."""
-        total_s = self.summary.get("total_time")
-        return total_s * 1e6 / max(self.profiled_steps, 1) if total_s is not None else None
+        """neuron-explorer's device time per profiled step, in µs (``device_time_field``; total_time is an upper
+        bound: the NTFF's idle gaps count)."""
+        field_name = self.device_time_field()
+        return self.summary[field_name] * 1e6 / max(self.profiled_steps, 1) if field_name else None
 
     def traffic_ratio(self, minimum_bytes: int) -> float | None:
         """Bytes the device moved per step over the minimum the scenario must move per call (1.0: no extra)."""

@@ -21,27 +21,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from reportgen.analysis.run_view import baseline_name
 from reportgen.analysis.stats import summarize
-from reportgen.analysis.views import baseline_name
 from reportgen.devices import select_backend
 from reportgen.devices.backend import Backend, artifact_for
 from reportgen.devices.host import fingerprint, git_info
 from reportgen.errors import BundleError, ExitCode
 from reportgen.model.run import DevicePeak, MeasureSettings, Run, RunSource, ScenarioInfo, SweepPoint, VariantStatus
-from reportgen.profile.measure import MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variants, round_blocks
+from reportgen.profile.measure import MeasureContext, MeasureSettingsIn, VariantInputs, VariantOutcome, measure_variants
+from reportgen.profile.timing import round_blocks
 from reportgen.scenario.loader import Scenario, call_scenario
-from reportgen.store.bundle import (
-    TMP_PREFIX,
-    StoreWriteError,
-    artifact_member,
-    cannot_write,
-    make_temp_dir,
-    new_run,
-    remove_stale_temp_dirs,
-    safe_component,
-    trace_member,
-    write_bundle,
-)
+from reportgen.store.layout import NewRunRequest, artifact_member, new_run, safe_component, trace_member
+from reportgen.store.writer import TMP_PREFIX, StoreWriteError, cannot_write, make_temp_dir, remove_stale_temp_dirs, write_bundle
 from reportgen.text.terminal import terminal_safe
 
 
@@ -213,7 +204,7 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
                  ) -> list[VariantOutcome]:
     import torch
 
-    from reportgen.profile.measure import clone_args
+    from reportgen.profile.timing import clone_args
 
     sc = request.scenario
     dtype = getattr(torch, request.dtype)
@@ -227,7 +218,8 @@ def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress
                            call_scenario(sc.flops_per_call, "flops_per_call", request.shape, source_file=src),
                            src)
     chosen = [(v, work / safe_component(v.name)) for v in sc.variants if v.name in request.variants]
-    return measure_variants(backend, chosen, inputs, request.settings, progress, step=progress.start_variant)
+    return measure_variants(MeasureContext(backend, inputs, request.settings, progress), chosen,
+                            step=progress.start_variant)
 
 
 def _with_compute_roof(peak: DevicePeak, backend: Backend, dtype: str) -> DevicePeak:
@@ -259,7 +251,7 @@ def _measure_sweep(request: ProfileRequest, backend: Backend, progress: Progress
 def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: datetime,
               outcomes: list[VariantOutcome], torch: Any) -> Run:
     s = request.settings
-    return new_run(
+    return new_run(NewRunRequest(
         created, backend.kind, request.label, RunSource.PROFILE, secrets.token_hex(4),
         git=git_info(),
         environment=dataclasses.replace(fingerprint(torch, backend.device_name(), backend.environment_extras()),
@@ -274,7 +266,7 @@ def _assemble(request: ProfileRequest, backend: Backend, peak: Any, created: dat
                                  profile_wait=s.profile_wait, profile_warmup=s.profile_warmup,
                                  profile_active=s.profile_active, cache_flush_bytes=backend.cache_flush_bytes(),
                                  timing_rounds=len(round_blocks(s.samples))),
-    )
+    ))
 
 
 def _bundle_files(outcomes: list[VariantOutcome]) -> dict[str, Path | bytes]:

@@ -20,18 +20,9 @@ from typing import Any
 from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.model.run import SweepPoint, SweepSample, VariantStatus
-from reportgen.profile.measure import (
-    CallArgs,
-    Progress,
-    Timed,
-    _one_line,
-    _timed_call,
-    _warm_up,
-    calls_per_sample,
-    check_correctness,
-    clone_args,
-    interleaved_samples,
-)
+from reportgen.profile.correctness import check_correctness
+from reportgen.profile.measure import Progress, VariantInputs, _one_line
+from reportgen.profile.timing import CallArgs, Timed, _timed_call, _warm_up, calls_per_sample, clone_args, interleaved_samples
 from reportgen.scenario.loader import Scenario, Variant, call_scenario
 
 SWEEP_ROUNDS = 4
@@ -90,10 +81,11 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
         error = _one_line(exc, src)
         progress(f"shape {_shape_text(shape)}: FAILED: {error}")
         return dataclasses.replace(point, error=error)
-    ready = {}
+    inputs = VariantInputs(args, reference, sc.tolerances[plan.dtype], bytes_per_call, flops_per_call, src)
+    ready: dict[str, _Ready] = {}
     results: dict[str, SweepSample] = {}
     for variant, fn in plan.variants:
-        outcome = _prepare(backend, variant, fn, args, reference, plan, src)
+        outcome = _prepare(backend, variant, fn, inputs, plan.warmup)
         if isinstance(outcome, SweepSample):
             results[variant.name] = outcome
         else:
@@ -104,40 +96,44 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
         progress(f"shape {_shape_text(shape)}: {name}: FAILED: {error}")
         results[name] = SweepSample(name, VariantStatus.FAILED, error=error)
 
-    timed = {name: Timed(fn, call_args, calls) for name, (call_args, fn, calls, _) in ready.items()}
+    timed = {name: r.timed for name, r in ready.items()}
     times = interleaved_samples(backend, timed, [plan.samples_per_round] * plan.rounds, failed)
     for name, samples in times.items():
-        calls, passed = ready[name][2], ready[name][3]
+        calls, passed = ready[name].timed.calls, ready[name].passed
         results[name] = SweepSample(name, VariantStatus.OK if passed else VariantStatus.INCORRECT,
                                     tuple(samples), calls, passed, None if passed else "wrong result at this shape")
-    del args, reference
+    del args, reference, inputs
     ordered = tuple(results[v.name] for v, _ in plan.variants)
     return dataclasses.replace(point, samples=ordered, rounds=plan.rounds if ready else 0,
                                cache_flush_bytes=backend.cache_flush_bytes())
 
 
-Prepared = tuple[CallArgs, Callable[..., Any], int, bool]
+@dataclass(frozen=True)
+class _Ready:
+    """A variant at one shape after its first call, warm-up and calibration: what to time, and its verdict."""
+
+    timed: Timed
+    passed: bool
 
 
-def _prepare(backend: Backend, variant: Variant, fn: Callable[..., Any], args: tuple[Any, ...], reference: Any,
-             plan: SweepPlan, src: str) -> Prepared | SweepSample:
+def _prepare(backend: Backend, variant: Variant, fn: Callable[..., Any], inputs: VariantInputs,
+             warmup: int) -> _Ready | SweepSample:
     """First call and correctness, warm-up, calls per sample; a SweepSample (FAILED) when the variant raises."""
     import torch
 
-    tolerance = plan.scenario.tolerances[plan.dtype]
-    call_args = CallArgs(args, fresh=variant.inplace)
+    call_args = CallArgs(inputs.args, fresh=variant.inplace)
     try:
         _, out = _timed_call(backend, fn, call_args.one())
-        passed = check_correctness(out, reference, tolerance).passed
+        passed = check_correctness(out, inputs.reference, inputs.tolerance).passed
         del out
         with torch.no_grad():
-            _warm_up(backend, fn, call_args, plan.warmup, budget_s=SWEEP_WARMUP_BUDGET_S)
+            _warm_up(backend, fn, call_args, warmup, budget_s=SWEEP_WARMUP_BUDGET_S)
             calls = calls_per_sample(backend, fn, call_args, None, SWEEP_MIN_SAMPLE_US, variant.inplace)
     except DeviceUnavailable:
         raise
     except (Exception, SystemExit) as exc:
-        return SweepSample(variant.name, VariantStatus.FAILED, error=_one_line(exc, src))
-    return call_args, fn, calls, passed
+        return SweepSample(variant.name, VariantStatus.FAILED, error=_one_line(exc, inputs.source_file))
+    return _Ready(Timed(fn, call_args, calls), passed)
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:

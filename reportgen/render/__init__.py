@@ -1,1 +1,1 @@
-"""Rendering: the Jinja environment and its filters, and the plots."""
+"""Rendering: the Jinja environment and its filters, and the charts (bars, timelines, history, sweeps)."""

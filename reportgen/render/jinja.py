@@ -19,18 +19,7 @@ import jinja2
 import markdown as markdown_lib
 
 from reportgen import devices
-from reportgen.text.formatting import (  # noqa: F401  (re-exported: the formatters' old home)
-    DASH,
-    FILTERS,
-    fmt_bytes,
-    fmt_int,
-    fmt_pct,
-    fmt_rate,
-    fmt_ratio,
-    fmt_sci,
-    fmt_us,
-    url_path,
-)
+from reportgen.text.formatting import DASH, FILTERS
 from reportgen.text.markdown import clip, html_inline, md_escape
 
 
@@ -121,4 +110,5 @@ def render_md(template: str, **context: Any) -> str:
 
 def markdown_to_html(text: str) -> str:
     """Trusted Markdown (our own docs) to HTML through the ``markdown`` package, tables enabled."""
-    return markdown_lib.markdown(text, extensions=["tables", "fenced_code", "toc"], output_format="html")
+    html: str = markdown_lib.markdown(text, extensions=["tables", "fenced_code", "toc"], output_format="html")
+    return html

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from reportgen.config import Config, printable
+from reportgen.config import Config
+from reportgen.devices.backend import import_torch
 from reportgen.errors import ExitCode, ReportgenError
 from reportgen.scenario.loader import PARAM_TYPES, SCENARIOS_DIR, Scenario, available_scenarios, load_scenario
+from reportgen.text.terminal import printable
 
 
 def describe_scenario(scenario: Scenario) -> list[str]:
@@ -21,8 +23,6 @@ def describe_scenario(scenario: Scenario) -> list[str]:
 
 def print_scenarios(config: Config) -> int:
     """Load and list every scenario; one that fails to load is listed with its error (exit 3 then)."""
-    from reportgen.backends import import_torch
-
     import_torch()
     found = available_scenarios(config.scenarios)
     failed = False

@@ -39,7 +39,8 @@ from reportgen.site.pages import (
 )
 from reportgen.site.plan import SitePlan, gather, load_latest
 from reportgen.site.workers import default_jobs, in_background, render_workers
-from reportgen.store.bundle import list_run_dirs, make_temp_dir
+from reportgen.store.loader import list_run_dirs
+from reportgen.store.writer import make_temp_dir
 
 SITE_MARKERS = (MANIFEST_FILE, NOJEKYLL)
 """Files every built site holds: a folder with both is a site another build must not be put inside."""
@@ -135,7 +136,8 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
             links.append((p.page_source, dest))
             done.append(p.known)
     with in_background(fs.link_trees, links) as links_done:
-        from reportgen.render import plots  # noqa: F401  matplotlib, once, after the linker's fork and before the workers'
+        # matplotlib, once, after the linker's fork and before the workers'
+        from reportgen.render import history_plot, sweep_plots, timeline_plot  # noqa: F401
 
         if tasks and jobs > 1 and render_workers(len(tasks), jobs) == 1:
             # A few new pages (adding runs to a site): a child writes them while this process writes the index.

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from reportgen.errors import ConflictError, SiteError
-from reportgen.store.bundle import make_temp_dir, remove_stale_temp_dirs, temp_owner_tag
+from reportgen.store.writer import make_temp_dir, remove_stale_temp_dirs, temp_owner_tag
 
 TMP_PREFIX = ".site-tmp-"
 OLD_PREFIX = ".site-old-"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from reportgen import __version__
-from reportgen.analysis import views as analysis
+from reportgen.analysis.history import RunDigest, ShapeDigest, VariantDigest
 from reportgen.errors import BundleError, SiteError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.model.run import DeviceKind, RunSource, VariantStatus
-from reportgen.store.bundle import is_valid_run_id
+from reportgen.store.layout import is_valid_run_id
 
 SITE_SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"
@@ -52,7 +52,7 @@ class OldEntry:
     """A run the old site's manifest lists, with the digest its index was built from."""
 
     entry: ManifestEntry
-    digest: analysis.RunDigest | None
+    digest: RunDigest | None
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class SiteRun:
     """One published run of the new site: its manifest entry, its digest, and where its page came from."""
 
     entry: ManifestEntry
-    digest: analysis.RunDigest
+    digest: RunDigest
     origin: PageOrigin
 
 
@@ -122,7 +122,7 @@ def _parse_manifest(data: object, path: Path) -> dict[str, OldEntry]:
     return out
 
 
-def _parse_digest(data: object, path: Path, i: int) -> analysis.RunDigest | None:
+def _parse_digest(data: object, path: Path, i: int) -> RunDigest | None:
     """A run's stored digest; None when absent (the run is then loaded from its run.json)."""
     if data is None:
         return None
@@ -130,16 +130,16 @@ def _parse_digest(data: object, path: Path, i: int) -> analysis.RunDigest | None
     if fast is not None:
         return fast
     try:
-        return from_jsonable(analysis.RunDigest, data, path, f"runs[{i}].digest")
+        return from_jsonable(RunDigest, data, path, f"runs[{i}].digest")
     except BundleError as exc:
         raise SiteError(f"{exc}; restore the manifest or build into a new folder") from None
 
 
-_DIGEST_FIELDS = frozenset(f.name for f in fields(analysis.RunDigest))
-_VARIANT_DIGEST_FIELDS = frozenset(f.name for f in fields(analysis.VariantDigest))
+_DIGEST_FIELDS = frozenset(f.name for f in fields(RunDigest))
+_VARIANT_DIGEST_FIELDS = frozenset(f.name for f in fields(VariantDigest))
 
 
-def digest_from_manifest(data: object) -> analysis.RunDigest | None:
+def digest_from_manifest(data: object) -> RunDigest | None:
     """A digest exactly as this reportgen writes it, decoded directly; None for anything else.
 
     The generic codec costs about 2 ms per digest, which made adding one run to a 1,000-run site
@@ -162,12 +162,12 @@ def digest_from_manifest(data: object) -> analysis.RunDigest | None:
     shapes = _shape_digests_from_manifest(data["shapes"])
     if shapes is None:
         return None
-    return analysis.RunDigest(data["run_id"], data["created_utc"], data["label"], source, device,
-                              data["device_name"], data["scenario"], dict(params), sha, base,
-                              tuple(v for v in decoded if v is not None), data["machine"], shapes)
+    return RunDigest(data["run_id"], data["created_utc"], data["label"], source, device,
+                     data["device_name"], data["scenario"], dict(params), sha, base,
+                     tuple(v for v in decoded if v is not None), data["machine"], shapes)
 
 
-def _shape_digests_from_manifest(data: object) -> tuple[analysis.ShapeDigest, ...] | None:
+def _shape_digests_from_manifest(data: object) -> tuple[ShapeDigest, ...] | None:
     """A digest's sweep shapes as written by this reportgen; None for anything else."""
     if type(data) is not list:
         return None
@@ -180,11 +180,11 @@ def _shape_digests_from_manifest(data: object) -> tuple[analysis.ShapeDigest, ..
         decoded = [_variant_digest_from_manifest(v) for v in item["variants"]]
         if any(v is None for v in decoded):
             return None
-        out.append(analysis.ShapeDigest(item["shape"], tuple(v for v in decoded if v is not None), dict(item["params"])))
+        out.append(ShapeDigest(item["shape"], tuple(v for v in decoded if v is not None), dict(item["params"])))
     return tuple(out)
 
 
-def _variant_digest_from_manifest(data: object) -> analysis.VariantDigest | None:
+def _variant_digest_from_manifest(data: object) -> VariantDigest | None:
     """One variant of a digest as written by this reportgen; None for anything else."""
     if type(data) is not dict or data.keys() != _VARIANT_DIGEST_FIELDS or not _is_text(data["name"]):
         return None
@@ -196,8 +196,8 @@ def _variant_digest_from_manifest(data: object) -> analysis.VariantDigest | None
     if not (speedup is None or _is_number(speedup)):
         return None
     median, low, high = (None if t is None else float(t) for t in times)
-    return analysis.VariantDigest(data["name"], status, median, low, high,
-                                  None if speedup is None else float(speedup))
+    return VariantDigest(data["name"], status, median, low, high,
+                         None if speedup is None else float(speedup))
 
 
 def _is_text(value: object) -> bool:

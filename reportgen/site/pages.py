@@ -12,13 +12,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen import __version__
-from reportgen.analysis import views as analysis
+from reportgen.analysis.history import RunDigest, digest, history
+from reportgen.analysis.run_view import RunView, run_view
+from reportgen.analysis.timeline import TimelineLayout, iteration_window, representative_step, timeline_layout
 from reportgen.errors import BundleError, TraceError, UsageError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html, render_md
 from reportgen.site.manifest import DATA_DIR, NOJEKYLL, ManifestEntry, PageOrigin, SiteRun
 from reportgen.site.workers import render_workers, worker_init
-from reportgen.store.bundle import RUN_FILE, load_run, member_file, safe_component, slug
+from reportgen.store.layout import RUN_FILE, safe_component, slug
+from reportgen.store.loader import load_run, member_file
 from reportgen.store.withdrawn import read_withdrawn
 
 PAGES_PER_RUN = 2
@@ -87,7 +90,7 @@ def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedP
     try:
         run = load_run(task.bundle)
         entry = ManifestEntry(run.run_id, sha256_file(task.bundle / RUN_FILE), task.renderer_version)
-        view = analysis.run_view(run)
+        view = run_view(run)
     except BAD_DATA as exc:
         return FailedPage(task.bundle.name, exc.message)
     try:
@@ -95,7 +98,7 @@ def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedP
     except BAD_DATA as exc:
         shutil.rmtree(task.dest, ignore_errors=True)
         return FailedPage(task.bundle.name, exc.message)
-    return RenderedPage(run, SiteRun(entry, analysis.digest(run, view), PageOrigin.RENDERED), pages)
+    return RenderedPage(run, SiteRun(entry, digest(run, view), PageOrigin.RENDERED), pages)
 
 
 def write_pages(tasks: list[RunPageTask]) -> list[FailedPage]:
@@ -120,10 +123,10 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_run_page(run: Run, bundle: Path, dest: Path, view: analysis.RunView | None = None) -> int:
+def write_run_page(run: Run, bundle: Path, dest: Path, view: RunView | None = None) -> int:
     """A run's permanent folder: HTML page, Markdown report, charts, run.json and raw traces."""
     dest.mkdir(parents=True)
-    view = view or analysis.run_view(run)
+    view = view or run_view(run)
     images = _run_images(view, bundle, dest)
     downloads = copy_data(run, bundle, dest)
     context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../",
@@ -144,14 +147,16 @@ class RunImages:
     roofline: str | None = None
 
 
-def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
+def _run_images(view: RunView, bundle: Path, dest: Path) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
-    from reportgen.render import plots
+    from reportgen.render.bars import bar_chart
+    from reportgen.render.sweep_plots import roofline_chart, scaling_chart
+    from reportgen.render.timeline_plot import timeline_chart
 
     bars = None
     if view.has_samples:
         bars = "time-per-variant.svg"
-        plots.bar_chart(view.variants, dest / bars, f"{view.run.scenario.name}: median time per call")
+        bar_chart(view.variants, dest / bars, f"{view.run.scenario.name}: median time per call")
     timelines: dict[str, str] = {}
     notes: dict[str, str] = {}
     for v in view.variants:
@@ -160,26 +165,26 @@ def _run_images(view: analysis.RunView, bundle: Path, dest: Path) -> RunImages:
             continue
         name = f"timeline-{safe_component(v.name, 60)}.svg"
         layout = _timeline_for(member_file(bundle, v.trace_path))
-        plots.timeline_chart(layout, dest / name, f"{v.name}: {layout.step_name or 'trace'} "
-                             f"({layout.event_count} events, {layout.window_us:,.1f} µs)")
+        timeline_chart(layout, dest / name, f"{v.name}: {layout.step_name or 'trace'} "
+                       f"({layout.event_count} events, {layout.window_us:,.1f} µs)")
         timelines[v.name] = name
     scaling = roofline = None
     if view.sweep is not None and any(c.timing for r in view.sweep.rows for c in r.cells):
         scaling, roofline = "sweep-scaling.png", "sweep-roofline.png"
         name = view.run.scenario.name
-        plots.scaling_chart(view.sweep, dest / scaling, f"{name}: achieved bandwidth across shapes")
-        plots.roofline_chart(view.sweep, dest / roofline, f"{name}: roofline ({view.run.scenario.parameters.get('dtype', '')})")
+        scaling_chart(view.sweep, dest / scaling, f"{name}: achieved bandwidth across shapes")
+        roofline_chart(view.sweep, dest / roofline, f"{name}: roofline ({view.run.scenario.parameters.get('dtype', '')})")
     return RunImages(bars, timelines, notes, scaling, roofline)
 
 
-def _timeline_for(trace_file: Path) -> analysis.TimelineLayout:
+def _timeline_for(trace_file: Path) -> TimelineLayout:
     """Read a stored trace and lay out its representative iteration (the whole trace if it has no steps)."""
     from reportgen.traces import reader as trace_reader
 
     tr = trace_reader.read_trace(trace_file)
-    step = analysis.representative_step(trace_reader.profiler_steps(tr))
+    step = representative_step(trace_reader.profiler_steps(tr))
     if step is not None:
-        start, end = analysis.iteration_window(tr.events, step.start_us, step.start_us + step.duration_us)
+        start, end = iteration_window(tr.events, step.start_us, step.start_us + step.duration_us)
         label = step.name
     elif tr.events:
         start = min(e.start_us for e in tr.events)
@@ -188,7 +193,7 @@ def _timeline_for(trace_file: Path) -> analysis.TimelineLayout:
     else:
         start, end, label = 0.0, 1.0, ""
     events = trace_reader.events_in_window(tr, start, end)
-    return analysis.timeline_layout(events, start, end, label)
+    return timeline_layout(events, start, end, label)
 
 
 @dataclass(frozen=True)
@@ -257,12 +262,12 @@ def _trace_suffix(source: Path) -> str:
         return ".json.gz" if fh.read(2) == GZIP_MAGIC else ".json"
 
 
-def write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root: Path, base_url: str,
+def write_index(digests: list[RunDigest], latest_run: Run | None, root: Path, base_url: str,
                 skipped: list[FailedPage]) -> int:
     """index.html, index.md, history charts, the latest/ redirect and the help page."""
-    from reportgen.render import plots
+    from reportgen.render.history_plot import history_chart
 
-    groups = analysis.history(digests)
+    groups = history(digests)
     history_dir = root / "history"
     history_dir.mkdir()
     charts: dict[str, str] = {}
@@ -270,9 +275,9 @@ def write_index(digests: list[analysis.RunDigest], latest_run: Run | None, root:
         if not g.series or len(g.run_ids) < 2:  # one point is not a history: the table says it
             continue
         name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
-        plots.history_chart(g, history_dir / name)
+        history_chart(g, history_dir / name)
         charts[g.key] = f"history/{name}"
-    latest = analysis.run_view(latest_run) if latest_run else None
+    latest = run_view(latest_run) if latest_run else None
     context = {"runs": list(reversed(digests)), "latest": latest, "groups": groups, "charts": charts,
                "built_at": built_at(), "version": __version__, "base_url": base_url, "root": "",
                "skipped": skipped}

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from reportgen import __version__
-from reportgen.analysis import views as analysis
+from reportgen.analysis.history import digest
 from reportgen.errors import SiteError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR
@@ -24,7 +24,9 @@ from reportgen.site.manifest import (
     SiteRun,
 )
 from reportgen.site.pages import sha256_file
-from reportgen.store.bundle import RUN_FILE, list_run_dirs, load_run, parse_run_json
+from reportgen.store.layout import RUN_FILE
+from reportgen.store.loader import list_run_dirs, load_run
+from reportgen.store.runjson import parse_run_json
 from reportgen.store.withdrawn import read_withdrawn
 
 
@@ -94,7 +96,7 @@ def gather(store: Path, out: Path, old: dict[str, OldEntry]) -> SitePlan:
             bundle.name, PageOrigin.RENDERED, bundle, bundle, fallback=_fallback(bundle.name, out, old))
     for run_id, prev in sorted(old.items()):
         if run_id not in planned:
-            d = prev.digest or analysis.digest(load_carried(out, run_id))
+            d = prev.digest or digest(load_carried(out, run_id))
             planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, out / RUNS_DIR / run_id, None,
                                          SiteRun(prev.entry, d, PageOrigin.CARRIED))
     return SitePlan(tuple(planned.values()), version, withdrawn)

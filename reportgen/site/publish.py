@@ -29,7 +29,7 @@ from reportgen import __version__
 from reportgen.errors import ConflictError, ExitCode, SiteError
 from reportgen.site.fs import BUILD_PREFIXES, shared_lock
 from reportgen.site.manifest import MANIFEST_FILE, NOJEKYLL, RUN_PAGE, RUNS_DIR, manifest_pages
-from reportgen.store.bundle import is_safe_relpath
+from reportgen.store.layout import is_safe_relpath
 from reportgen.text.terminal import terminal_safe
 
 FALLBACK_IDENTITY = {

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from reportgen.errors import ExitCode, UsageError
 from reportgen.model.run import Run, VariantStatus
-from reportgen.store.bundle import load_run, load_store_tolerant, resolve_run_dir, run_machine
+from reportgen.store.loader import load_run, load_store_tolerant, resolve_run_dir, run_machine
 from reportgen.store.withdrawn import MAX_REASON_CHARS, Withdrawal, read_withdrawn, write_withdrawn
+from reportgen.text.terminal import printable
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,6 @@ class RemoveRequest:
     scenario: str | None = None
     machine: str | None = None
 
-
-def printable(text: str) -> str:
-    """``text`` safe for one terminal line: control, format (bidi) and separator characters become U+FFFD."""
-    return "".join(c if c.isprintable() or c == " " else "\ufffd" for c in text)
 
 
 def run_line(run: Run, withdrawn: Withdrawal | None = None) -> str:

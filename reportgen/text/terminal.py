@@ -32,6 +32,12 @@ def terminal_safe(text: object, *, keep_newlines: bool = False) -> str:
     return pattern.sub(_visible, str(text))
 
 
+def printable(text: str) -> str:
+    """``text`` as one cell of a terminal line: every non-printable character (controls, tabs, line breaks, bidi and
+    other format characters, separators) becomes U+FFFD, so a tab-separated listing keeps its columns."""
+    return "".join(c if c.isprintable() or c == " " else "\ufffd" for c in text)
+
+
 def json_safe_escapes(text: str) -> str:
     """A JSON document with C1 controls, bidi overrides and separators written as ``\\uXXXX`` (same value)."""
     return _UNSAFE_KEEPING_LINES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -39,109 +39,27 @@ import numpy as np
 from numpy.typing import NDArray
 
 from reportgen.analysis.stats import median
+from reportgen.devices.lanes import Lane
 from reportgen.model.breakdown import (
-    COMMUNICATION_RE,
-    MAX_DRILLDOWN_OPS,
-    MAX_KERNEL_ROWS,
-    MAX_KERNELS_PER_OP,
     MAX_STORED_STEPS,
     STEP_PARTS,
     WHOLE_TRACE,
-    KernelStat,
-    OpKernel,
-    OpKernels,
     PartSpread,
     StepBreakdown,
     TraceBreakdown,
     WorkKind,
 )
-from reportgen.traces.reader import Trace, TraceEvent
+from reportgen.traces.events import Trace, TraceEvent, is_device_work
+from reportgen.traces.intervals import EMPTY, Floats, Indices, Span, floats, merge, union
+from reportgen.traces.kernels import KernelNames, kernel_names, kernel_tables
+from reportgen.traces.reader import profiler_steps
 
-# ---------------------------------------------------------------------------------------------
-# Interval arithmetic on numpy arrays (a trace has millions of events: no Python loop per event)
-
-Floats = NDArray[np.float64]
-Indices = NDArray[np.intp]
-_EMPTY: Floats = np.zeros(0)
 _START = attrgetter("start_us")
 _DURATION = attrgetter("duration_us")
-_NAME = attrgetter("name")
 _CATEGORY = attrgetter("category")
 _CORRELATION = attrgetter("correlation")
 _LANE = attrgetter("lane")
 _STREAM = attrgetter("pid", "tid")
-
-
-@dataclass(frozen=True)
-class _Span:
-    """Sorted, disjoint intervals with prefix sums of their lengths: the length inside windows by binary search."""
-
-    starts: Floats
-    ends: Floats
-
-    @property
-    def total(self) -> float:
-        """Length of all intervals."""
-        return float(np.sum(self.ends - self.starts))
-
-    def measure(self, lo: Floats, hi: Floats) -> Floats:
-        """Length inside each window [lo[k], hi[k])."""
-        prefix = np.concatenate(([0.0], np.cumsum(self.ends - self.starts)))
-        i = np.searchsorted(self.ends, lo, side="right")  # first interval ending after lo
-        j = np.searchsorted(self.starts, hi, side="left")  # intervals [i, j) start before hi
-        inside = i < j
-        total = prefix[j] - prefix[i]
-        if len(self.starts):
-            first = np.minimum(i, len(self.starts) - 1)
-            last = np.maximum(j - 1, 0)
-            total = total - np.maximum(lo - self.starts[first], 0.0) - np.maximum(self.ends[last] - hi, 0.0)
-        return np.where(inside, np.maximum(total, 0.0), 0.0)
-
-
-def _merge(starts: Floats, ends: Floats) -> tuple[Floats, Floats, Indices]:
-    """Union of intervals sorted by start (touching ones join): merged starts, ends, index opening each."""
-    n = len(starts)
-    if n == 0:
-        return _EMPTY, _EMPTY, np.zeros(0, dtype=np.intp)
-    reach = np.maximum.accumulate(ends)
-    firsts = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
-    lasts = np.append(firsts[1:] - 1, n - 1)
-    return starts[firsts], reach[lasts], firsts
-
-
-def _union(a: _Span, b: _Span) -> _Span:
-    """The union of two sorted, disjoint interval sets."""
-    if not len(b.starts):
-        return a
-    if not len(a.starts):
-        return b
-    starts = np.concatenate((a.starts, b.starts))
-    order = np.argsort(starts, kind="stable")  # two sorted runs: merged in linear time
-    merged_s, merged_e, _ = _merge(starts[order], np.concatenate((a.ends, b.ends))[order])
-    return _Span(merged_s, merged_e)
-
-
-def _floats(values: Iterable[float], count: int) -> Floats:
-    return np.fromiter(values, dtype=np.float64, count=count)
-
-
-# ---------------------------------------------------------------------------------------------
-# The breakdown of one trace
-
-
-def work_kind(e: TraceEvent) -> WorkKind:
-    """Memcpy/memset by category, communication by kernel name, else compute."""
-    return work_kind_of(e.name, e.category)
-
-
-def work_kind_of(name: str, category: str) -> WorkKind:
-    """The kind of device work called ``name`` in ``category``."""
-    cat = category.lower()
-    if "memcpy" in cat:
-        return WorkKind.MEMCPY
-    if "memset" in cat:
-        return WorkKind.MEMSET
-    return WorkKind.COMMUNICATION if COMMUNICATION_RE.search(name) else WorkKind.COMPUTE
 
 
 @dataclass(frozen=True)
@@ -152,8 +70,8 @@ class _Lanes:
     device_starts: Floats
     device_ends: Floats
     device_durations: Floats
-    host: _Span
-    runtime: _Span
+    host: Span
+    runtime: Span
     launch_corr: NDArray[np.int64]
     """Correlation ids of the runtime calls, sorted (stable: the last of equal ids is the last call)."""
     launch_start_us: Floats
@@ -180,16 +98,13 @@ def _ids(values: Iterable[int | None], count: int) -> NDArray[np.int64]:
 
 
 def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
-    from reportgen.devices.lanes import Lane
-    from reportgen.traces.reader import is_device_work
-
     """Device work, the union of host ops (step annotations excluded) and of runtime calls, launch times."""
     n = len(events)
     if n == 0:
-        return _Lanes([], _EMPTY, _EMPTY, _EMPTY, _Span(_EMPTY, _EMPTY), _Span(_EMPTY, _EMPTY),
-                      np.zeros(0, dtype=np.int64), _EMPTY, (0.0, 0.0))
-    starts = _floats(map(_START, events), n)
-    durations = _floats(map(_DURATION, events), n)
+        return _Lanes([], EMPTY, EMPTY, EMPTY, Span(EMPTY, EMPTY), Span(EMPTY, EMPTY),
+                      np.zeros(0, dtype=np.int64), EMPTY, (0.0, 0.0))
+    starts = floats(map(_START, events), n)
+    durations = floats(map(_DURATION, events), n)
     ends = starts + durations
     lane_ids = np.fromiter(map(id, map(_LANE, events)), dtype=np.int64, count=n)
     host = lane_ids == id(Lane.FRAMEWORK)
@@ -213,8 +128,8 @@ def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
         device_starts=starts[device_idx],
         device_ends=ends[device_idx],
         device_durations=durations[device_idx],
-        host=_Span(*_merge(starts[host], ends[host])[:2]),
-        runtime=_Span(*_merge(starts[calls], ends[calls])[:2]),
+        host=Span(*merge(starts[host], ends[host])[:2]),
+        runtime=Span(*merge(starts[calls], ends[calls])[:2]),
         launch_corr=call_corr[linked][by_corr],
         launch_start_us=starts[calls][linked][by_corr],
         span=(float(starts[0]), float(ends.max())),
@@ -223,8 +138,8 @@ def _lanes(events: Sequence[TraceEvent], steps: list[TraceEvent]) -> _Lanes:
 
 def _windows(steps: list[TraceEvent], launched: Floats, lanes: _Lanes) -> tuple[Floats, Floats]:
     """Start and end of each step window: disjoint, in time order; device work it launched included."""
-    starts = _floats(map(_START, steps), len(steps))
-    host_ends = starts + _floats(map(_DURATION, steps), len(steps))
+    starts = floats(map(_START, steps), len(steps))
+    host_ends = starts + floats(map(_DURATION, steps), len(steps))
     linked = ~np.isnan(launched)
     order = np.argsort(launched[linked], kind="stable")
     launch_times = launched[linked][order]
@@ -239,7 +154,7 @@ def _windows(steps: list[TraceEvent], launched: Floats, lanes: _Lanes) -> tuple[
     return starts, np.maximum(ends, starts)
 
 
-def _gaps_by_cause(busy: _Span, opener_launch: Floats, span: tuple[float, float]) -> dict[str, _Span]:
+def _gaps_by_cause(busy: Span, opener_launch: Floats, span: tuple[float, float]) -> dict[str, Span]:
     """The gaps in device work inside ``span``, by cause: host wait, between kernels, unknown.
 
     The gap before busy interval k runs from the end of interval k-1 (the span's start for the
@@ -251,47 +166,14 @@ def _gaps_by_cause(busy: _Span, opener_launch: Floats, span: tuple[float, float]
     unknown = np.isnan(launched)
     host = ~unknown & (launched >= gap_s)
     between = ~unknown & ~host
-    return {cause: _Span(gap_s[mask], gap_e[mask])
+    return {cause: Span(gap_s[mask], gap_e[mask])
             for cause, mask in (("host", host), ("between", between), ("unknown", unknown))}
 
 
-@dataclass(frozen=True)
-class _Names:
-    """Device work grouped by kernel name (ids of the reader's shared strings, so no hashing of long names)."""
-
-    names: list[str]
-    """The name of each group."""
-    index: Indices
-    """The group of each device work event."""
-    kinds: list[WorkKind]
-
-
-def _names(device: list[TraceEvent]) -> _Names:
-    n = len(device)
-    if n == 0:
-        return _Names([], np.zeros(0, dtype=np.intp), [])
-    _, first, index = np.unique(np.fromiter(map(id, map(_NAME, device)), dtype=np.int64, count=n),
-                                return_index=True, return_inverse=True)
-    # Equal names are almost always one shared string; merge the rare equal copies by value.
-    canon: dict[str, int] = {}
-    names: list[str] = []
-    kinds: list[WorkKind] = []
-    remap = np.empty(len(first), dtype=np.intp)
-    for group in np.argsort(first, kind="stable").tolist():  # groups in the order their names first appear
-        e = device[int(first[group])]
-        c = canon.get(e.name)
-        if c is None:
-            c = canon[e.name] = len(names)
-            names.append(e.name)
-            kinds.append(work_kind(e))
-        remap[group] = c
-    return _Names(names, remap[index], kinds)
-
-
-def _kinds(lanes: _Lanes, names: _Names, busy: _Span, timed: Indices) -> dict[WorkKind, _Span]:
+def _kinds(lanes: _Lanes, names: KernelNames, busy: Span, timed: Indices) -> dict[WorkKind, Span]:
     """The union of each kind of device work (a name's kind is its first event's)."""
     present = set(names.kinds)
-    spans = dict.fromkeys(WorkKind, _Span(_EMPTY, _EMPTY))
+    spans = dict.fromkeys(WorkKind, Span(EMPTY, EMPTY))
     if len(present) == 1:  # the common case: all of it is one kind
         spans[present.pop()] = busy
         return spans
@@ -300,7 +182,7 @@ def _kinds(lanes: _Lanes, names: _Names, busy: _Span, timed: Indices) -> dict[Wo
     for k, kind in enumerate(order):
         mask = codes == k
         if mask.any():
-            spans[kind] = _Span(*_merge(lanes.device_starts[timed][mask], lanes.device_ends[timed][mask])[:2])
+            spans[kind] = Span(*merge(lanes.device_starts[timed][mask], lanes.device_ends[timed][mask])[:2])
     return spans
 
 
@@ -312,8 +194,6 @@ def build_breakdown(trace: Trace, launchers: Sequence[str | None],
     trace (``steps`` is found again when not given). A trace whose ``ts + dur`` (or a span) is not
     a finite float has no meaningful breakdown: it is left out rather than stored as infinity.
     """
-    from reportgen.traces.reader import profiler_steps
-
     with np.errstate(all="ignore"):  # an overflow is detected below, not printed
         breakdown = _build(trace, launchers, list(profiler_steps(trace) if steps is None else steps))
     return breakdown if _all_finite(breakdown) else None
@@ -336,9 +216,9 @@ def _build(trace: Trace, launchers: Sequence[str | None], steps: list[TraceEvent
     if len(launchers) != len(device):
         launchers = [None] * len(device)
     timed = np.flatnonzero(lanes.device_durations > 0)  # zero-length work neither fills nor ends a gap
-    busy_s, busy_e, firsts = _merge(lanes.device_starts[timed], lanes.device_ends[timed])
-    busy = _Span(busy_s, busy_e)
-    names = _names(device)
+    busy_s, busy_e, firsts = merge(lanes.device_starts[timed], lanes.device_ends[timed])
+    busy = Span(busy_s, busy_e)
+    names = kernel_names(device)
     kinds = _kinds(lanes, names, busy, timed)
     launched = lanes.launch_times(device)
     gaps = _gaps_by_cause(busy, launched[timed[firsts]], lanes.span)
@@ -347,7 +227,7 @@ def _build(trace: Trace, launchers: Sequence[str | None], steps: list[TraceEvent
     w1 = np.concatenate(([lanes.span[1]], step_e))
     layers = [kinds[WorkKind.COMPUTE]]
     for part in (kinds[WorkKind.MEMCPY], kinds[WorkKind.MEMSET], kinds[WorkKind.COMMUNICATION], lanes.runtime, lanes.host):
-        layers.append(_union(layers[-1], part))
+        layers.append(union(layers[-1], part))
     cumulative = np.array([layer.measure(w0, w1) for layer in layers])
     parts = np.maximum(np.diff(cumulative, axis=0, prepend=0.0), 0.0)
     wall = w1 - w0
@@ -358,7 +238,7 @@ def _build(trace: Trace, launchers: Sequence[str | None], steps: list[TraceEvent
     windows = [StepBreakdown(label, r[0], r[1], max(r[0] - r[1], 0.0), *r[2:])
                for label, r in zip(labels, rows, strict=True)]
     comm = kinds[WorkKind.COMMUNICATION]
-    kernels, hidden_n, hidden_us, op_kernels = _kernel_tables(lanes, names, launchers)
+    kernels, hidden_n, hidden_us, op_kernels = kernel_tables(lanes.device_durations, names, launchers)
     return TraceBreakdown(
         rank=trace.rank,
         stream_count=len(set(map(_STREAM, device))),
@@ -366,7 +246,7 @@ def _build(trace: Trace, launchers: Sequence[str | None], steps: list[TraceEvent
         device_sum_us=float(lanes.device_durations.sum()),
         device_busy_us=busy.total,
         communication_busy_us=comm.total,
-        overlap_us=max(comm.total + kinds[WorkKind.COMPUTE].total - _union(comm, kinds[WorkKind.COMPUTE]).total, 0.0),
+        overlap_us=max(comm.total + kinds[WorkKind.COMPUTE].total - union(comm, kinds[WorkKind.COMPUTE]).total, 0.0),
         whole=windows[0],
         steps=tuple(windows[1:1 + MAX_STORED_STEPS]),
         step_count=len(windows) - 1,
@@ -376,57 +256,6 @@ def _build(trace: Trace, launchers: Sequence[str | None], steps: list[TraceEvent
         hidden_kernel_us=hidden_us,
         op_kernels=op_kernels,
     )
-
-
-def _kernel_tables(lanes: _Lanes, names: _Names, launchers: Sequence[str | None]
-                   ) -> tuple[tuple[KernelStat, ...], int, float, tuple[OpKernels, ...]]:
-    """Per kernel name: count and times, kind, main launcher; per launching op: its kernels."""
-    n = len(names.index)
-    if n == 0:
-        return (), 0, 0.0, ()
-    durations = lanes.device_durations
-    total_all = float(durations.sum())
-    groups = len(names.names)
-    counts = np.bincount(names.index, minlength=groups)
-    totals = np.bincount(names.index, weights=durations, minlength=groups).tolist()
-    by_name = np.argsort(names.index, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    mins = np.minimum.reduceat(durations[by_name], bounds).tolist()
-    maxs = np.maximum.reduceat(durations[by_name], bounds).tolist()
-    who_ids, who_first, who_index = np.unique(np.fromiter(map(id, launchers), dtype=np.int64, count=n),
-                                              return_index=True, return_inverse=True)
-    pair_keys, pair_index = np.unique(names.index * len(who_ids) + who_index, return_inverse=True)
-    pair_totals = np.bincount(pair_index, weights=durations, minlength=len(pair_keys)).tolist()
-    pair_counts = np.bincount(pair_index, minlength=len(pair_keys)).tolist()
-    launched: dict[int, dict[str, float]] = {}
-    per_op_acc: dict[str, dict[int, list[float]]] = {}
-    for key, total, count in zip(pair_keys.tolist(), pair_totals, pair_counts, strict=True):
-        k, w = divmod(key, len(who_ids))
-        who = launchers[int(who_first[w])]
-        by_who = launched.setdefault(k, {})
-        by_who[who or ""] = by_who.get(who or "", 0.0) + total
-        if who is not None:
-            acc = per_op_acc.setdefault(who, {}).setdefault(k, [0, 0.0])
-            acc[0] += count
-            acc[1] += total
-    per_op = {op: [OpKernel(names.names[k], int(a[0]), a[1]) for k, a in ks.items()] for op, ks in per_op_acc.items()}
-    stats = [KernelStat(name, names.kinds[k], int(counts[k]), totals[k], totals[k] / int(counts[k]), mins[k], maxs[k],
-                        totals[k] / total_all if total_all > 0 else 0.0, _main_launcher(launched[k]))
-             for k, name in enumerate(names.names)]
-    stats.sort(key=lambda s: (-s.total_us, s.name))
-    shown, hidden = stats[:MAX_KERNEL_ROWS], stats[MAX_KERNEL_ROWS:]
-    ops = []
-    for op, lines in per_op.items():
-        lines.sort(key=lambda line: (-line.total_us, line.name))
-        ops.append(OpKernels(op, sum(line.total_us for line in lines), tuple(lines[:MAX_KERNELS_PER_OP]),
-                             max(len(lines) - MAX_KERNELS_PER_OP, 0)))
-    ops.sort(key=lambda o: (-o.total_us, o.op))
-    return tuple(shown), len(hidden), sum(s.total_us for s in hidden), tuple(ops[:MAX_DRILLDOWN_OPS])
-
-
-def _main_launcher(times: dict[str, float]) -> str:
-    """The launcher with the most time ('' = not linked), ties broken by name."""
-    return min(times.items(), key=lambda t: (-t[1], t[0]))[0]
 
 
 # ---------------------------------------------------------------------------------------------

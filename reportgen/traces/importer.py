@@ -9,30 +9,25 @@ Accepted inputs (docs/importing.md):
   ``.neff``/``.ntff``/``.pb`` beside it): each trace becomes a variant and the device files are
   kept as downloadable artifacts.
 
-Stages, in order: find the inputs; read and check every trace (each is copied, gzip-compressed,
-into a hidden staging folder in the same pass); build the Run; only then write the bundle with
-``write_bundle`` (atomic). Any error before the last step leaves the store as it was.
+Stages, in order: find the inputs (``reportgen.traces.import_plan``); read and check every trace (each
+is copied, gzip-compressed, into a hidden staging folder in the same pass: ``reportgen.traces.staging``);
+build the Run (here); only then write the bundle with ``write_bundle`` (atomic). Any error before the
+last step leaves the store as it was.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
-import gzip
 import os
-import queue
 import shutil
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
 
 from reportgen import devices
-from reportgen.devices.spec import Device, DeviceSummary, ImportLayout
-from reportgen.errors import ExitCode, TraceError
+from reportgen.devices.spec import DeviceSummary
+from reportgen.errors import ExitCode
 from reportgen.model.breakdown import TraceBreakdown
 from reportgen.model.run import (
     Artifact,
@@ -47,178 +42,18 @@ from reportgen.model.run import (
     VariantResult,
     VariantStatus,
 )
-from reportgen.store.bundle import (
-    TRACE_SUFFIX,
-    artifact_member,
-    cannot_write,
-    check_store,
-    format_utc,
-    make_temp_dir,
-    new_run,
-    safe_component,
-    trace_member,
-    write_bundle,
-)
+from reportgen.store.layout import NewRunRequest, artifact_member, format_utc, new_run, trace_member
+from reportgen.store.writer import cannot_write, check_store, make_temp_dir, write_bundle
 from reportgen.text.terminal import terminal_safe
 from reportgen.traces.breakdown import build_breakdown
+from reportgen.traces.events import Trace
+from reportgen.traces.import_plan import ImportPlan, TraceInput, plan_import
 from reportgen.traces.optable import OpTable, build_op_table, per_step
-from reportgen.traces.reader import Trace, max_trace_bytes, read_trace_copying
+from reportgen.traces.reader import gc_paused, max_trace_bytes
+from reportgen.traces.staging import read_and_stage
 
 MAX_BASE_TIME_NS = 253402300799 * 10**9
 """9999-12-31T23:59:59Z: a larger baseTimeNanoseconds is not a time (and datetime cannot hold it)."""
-TRACE_GZIP_LEVEL = 3
-"""zlib level of the stored trace copy: 2.6x faster than 6 for about 20 % more bytes on Kineto JSON."""
-_TRACE_SUFFIXES = (".gz", ".json", ".trace", ".pt")
-
-
-class Layout(str, Enum):
-    """What the imported path was."""
-
-    FILE = "file"
-    FOLDER = "folder"
-    DEVICE_FOLDER = "device-folder"
-    """A device profiler's output folder (``ImportPlan.device`` says whose)."""
-
-
-@dataclass(frozen=True)
-class TraceInput:
-    """One trace file to import, the variant name it will get, and the device files found beside it."""
-
-    path: Path
-    variant: str
-    artifacts: tuple[Path, ...] = ()
-
-
-@dataclass(frozen=True)
-class ImportPlan:
-    """Everything found at the path the user gave, before anything is read."""
-
-    source: Path
-    layout: Layout
-    inputs: tuple[TraceInput, ...]
-    notes: tuple[str, ...] = ()
-    device: tuple[Device, ImportLayout] | None = None
-    """For a DEVICE_FOLDER: the device and its folder layout."""
-
-    @property
-    def layout_name(self) -> str:
-        """The layout as stored in the run (``file``, ``folder``, or the device layout's name)."""
-        return self.device[1].name if self.device else self.layout.value
-
-
-# ---------------------------------------------------------------------------------------------
-# Stage 1: find the inputs.
-
-
-def plan_import(path: Path) -> ImportPlan:
-    """Find the trace files (and Neuron artifacts) at ``path``; nothing is read yet."""
-    if not path.exists():
-        raise TraceError(f"{path}: no such file or folder; pass a trace (.json, .json.gz) or a profile_output/ folder")
-    if path.is_file():
-        return ImportPlan(path, Layout.FILE, (TraceInput(path, variant_name_for(path)),))
-    if not path.is_dir():  # a FIFO, socket or device: reading it could block forever, listing it fails
-        raise TraceError(f"{path}: is not a regular file or a folder; pass a trace file (.json, .json.gz) or a "
-                         "profile_output/ folder")
-    for device, layout in devices.import_layouts():
-        found = layout.find_traces(path)
-        if found:
-            inputs = _unique([TraceInput(t, _folder_variant(path, t), layout.artifacts(t.parent)) for t in found])
-            skipped = [p.name for t in found for p in t.parent.iterdir() if p.is_symlink()]
-            notes = (f"skipped symbolic links in the profile folder: {', '.join(sorted(skipped))}",) if skipped else ()
-            return ImportPlan(path, Layout.DEVICE_FOLDER, inputs, notes, (device, layout))
-    named = sorted(p for p in path.iterdir() if not p.name.startswith(".") and p.name.lower().endswith((".json", ".json.gz")))
-    files = [p for p in named if p.is_file() and not p.is_symlink()]  # a link could pull in a file from anywhere
-    if not files:
-        layouts = " or ".join(layout.description for _, layout in devices.import_layouts())
-        raise TraceError(f"{path}: no trace files (*.json, *.json.gz) and no {layouts} "
-                         "in this folder; pass a trace file or a profile_output/ folder")
-    links = [p.name for p in named if p.is_symlink()]
-    notes = (f"skipped symbolic links in the folder: {', '.join(links)}",) if links else ()
-    return ImportPlan(path, Layout.FOLDER, _unique([TraceInput(p, variant_name_for(p)) for p in files]), notes)
-
-
-def variant_name_for(path: Path) -> str:
-    """A variant name from a trace file name: ``rank0.pt.trace.json.gz`` -> ``rank0``, made path-safe."""
-    name = path.name
-    changed = True
-    while changed:
-        changed = False
-        for suffix in _TRACE_SUFFIXES:
-            if name.lower().endswith(suffix) and len(name) > len(suffix):
-                name, changed = name[: -len(suffix)], True
-    return safe_component(name)
-
-
-def _folder_variant(root: Path, trace_file: Path) -> str:
-    """A device folder's variant name: the trace's folder path below the root (``pid_1-20260101``)."""
-    rel = trace_file.parent.relative_to(root).parts
-    return safe_component("-".join(rel) if rel else root.name)
-
-
-def _unique(inputs: list[TraceInput]) -> tuple[TraceInput, ...]:
-    """Make variant names unique by numbering repeats (``a``, ``a-2``, ``a-3``)."""
-    seen: set[str] = set()
-    out = []
-    for item in inputs:
-        name, n = item.variant, 1
-        while name in seen:
-            n += 1
-            name = f"{item.variant}-{n}"
-        seen.add(name)
-        out.append(TraceInput(item.path, name, item.artifacts))
-    return tuple(out)
-
-
-# ---------------------------------------------------------------------------------------------
-# Stage 2: read every trace, copying it compressed into the staging folder in the same pass.
-
-
-class _GzipWriter:
-    """Compresses bytes into a gzip file (mtime 0, no name) on a second thread while the parser runs."""
-
-    def __init__(self, dest: Path) -> None:
-        self.dest = dest
-        self.blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="reportgen-gzip", daemon=True)
-        self.thread.start()
-
-    def __call__(self, block: bytes) -> None:
-        if self.error is None:
-            self.blocks.put(block)
-
-    def _run(self) -> None:
-        got_end = False
-        try:
-            with open(self.dest, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                                                             compresslevel=TRACE_GZIP_LEVEL) as gz:
-                while (block := self.blocks.get()) is not None:
-                    gz.write(block)
-                got_end = True  # closing can still fail (a full disk): the end marker is already taken
-        except BaseException as exc:  # noqa: BLE001 - reported by close()
-            self.error = exc
-            while not got_end and self.blocks.get() is not None:
-                pass
-
-    def close(self) -> None:
-        """Finish the file; raise if writing failed."""
-        self.blocks.put(None)
-        self.thread.join()
-        if isinstance(self.error, OSError):
-            raise cannot_write(self.error, self.dest)
-        if self.error is not None:
-            raise TraceError(f"{self.dest}: cannot write the trace copy ({self.error})")
-
-
-def read_and_stage(item: TraceInput, staging: Path, limit: int) -> tuple[Trace, Path]:
-    """Read one trace and leave a gzip copy of it in ``staging``; the copy is deleted with ``staging``."""
-    dest = staging / f"{item.variant}{TRACE_SUFFIX}"
-    writer = _GzipWriter(dest)
-    try:
-        trace = read_trace_copying(item.path, limit, writer)
-    finally:
-        writer.close()
-    return trace, dest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,7 +85,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
         breakdowns: dict[str, TraceBreakdown | None] = {}
         for item in plan.inputs:
             trace, copy = read_and_stage(item, staging, limit)
-            with _gc_paused():  # events and op frames hold no cycles; a collection would only rescan them
+            with gc_paused():  # events and op frames hold no cycles; a collection would only rescan them
                 table = build_op_table(trace)
                 breakdowns[item.variant] = build_breakdown(trace, table.device_launchers, table.steps)
             # Keep what the run needs from the trace, not its events: a folder may hold many big ranks.
@@ -302,7 +137,7 @@ def build_run(plan: ImportPlan, staged: list[tuple[TraceInput, Trace, Path, OpTa
         variants.append(result)
         notes.extend(_trace_notes(item, trace, table, summary))
     first = staged[0][1]
-    run = new_run(
+    run = new_run(NewRunRequest(
         now, device, request.label, RunSource.IMPORT, f"{plan.source}|{os.getpid()}|{now.timestamp()}",
         git=GitInfo(None, None),
         environment=Environment(hostname="unknown", platform="unknown", python_version="unknown",
@@ -315,7 +150,7 @@ def build_run(plan: ImportPlan, staged: list[tuple[TraceInput, Trace, Path, OpTa
         variants=tuple(variants),
         settings=None,
         notes=tuple(notes),
-    )
+    ))
     return run, files
 
 
@@ -392,18 +227,6 @@ def _device_kind(plan: ImportPlan, traces: list[Trace], override: str) -> tuple[
         return DeviceKind(hint), [f"device {hint} inferred from the trace contents (override with --device)"]
     return DeviceKind.UNKNOWN, [f"the traces disagree on the device ({', '.join(sorted(hints))}); "
                                 "set it with --device"]
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a block (restored afterwards, even on error)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from reportgen.devices.lanes import Lane
 from reportgen.model.run import OpRow
-from reportgen.traces.reader import Trace, TraceEvent, is_device_work, profiler_steps
+from reportgen.traces.events import Trace, TraceEvent, is_device_work
+from reportgen.traces.reader import profiler_steps
 
 NEST_EPS_US = 0.01
 """Slack when testing containment: float ``ts + dur`` at 1e12 µs is only exact to ~0.5 ns."""

@@ -1,23 +1,34 @@
-"""Fake ``neuron-explorer`` and ``neuron-ls`` executables for tests: small Python scripts put first on PATH.
+"""Fake ``neuron-explorer``, ``neuron-ls`` and ``neuron-monitor`` executables for tests: Python scripts put first on PATH.
 
-They follow the documented interfaces only (shared/design/trainium-profiling-facts.md):
-``neuron-explorer view -d <session dir> --output-format summary-json|json [--output-file F]``
-and ``neuron-ls -j``. The fake explorer refuses any other argv (exit 2, reason on stderr), checks
-that the session folder holds an .ntff, appends its argv to ``calls.jsonl`` beside itself, and
-writes records with the documented field names (Summary, SystemProfileEvents; SCH) taken from
-``explorer-config.json``: per variant (the first config key that is a component of the session
-path), a ``summary`` record and ``events`` counts {name: count}. ``"stdout": true`` prints
-instead of writing the --output-file.
+They print what the real tools printed, not what reportgen expects: ``neuron-ls -j`` prints one of
+the real captures in tests/data/neuron/ byte for byte; ``neuron-monitor -c FILE`` streams the lines
+of a real capture and then keeps running until it is stopped, as the real one does; and the fake
+explorer's ``summary-json`` records carry the counter names and values of a real inf2 summary
+(``real_counters``, from the listing in tests/data/neuron/), as a mapping keyed by node (one
+entry per NEFF for an eager capture), printed to stdout, optionally after log lines.
+
+The fake explorer accepts only ``view -d <session dir> --output-format summary-json|json
+[--output-file F] [--ignore-device-profile|--ignore-system-profile]`` (exit 2 and a reason on
+stderr otherwise; there is no Parquet), checks that the session folder holds an .ntff, and appends
+its argv to ``calls.jsonl`` beside itself. Per variant (the first config key that is a component of
+the session path) ``explorer-config.json`` gives the ``summary_json`` payload, ``events`` counts
+{name: count} for the json export, and ``log_lines`` printed before the JSON. With
+``summary_to: "file"`` summary-json writes the --output-file instead of printing.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 from pathlib import Path
 from typing import Any
+
+CAPTURES = Path(__file__).resolve().parent.parent / "data" / "neuron"
+COUNTER_LISTING = CAPTURES / "summary-json-counters.inf2.xlarge.txt"
+NODE = "ip-172-31-0-1"
 
 EXPLORER_SCRIPT = r'''
 import json, sys
@@ -34,7 +45,7 @@ if len(args) < 5 or args[0] != "view" or args[1] != "-d" or args[3] != "--output
     fail("expected: view -d <session dir> --output-format FORMAT ...")
 session, fmt, rest = Path(args[2]), args[4], args[5:]
 if fmt not in ("summary-json", "json"):
-    fail("unsupported --output-format " + fmt)
+    fail("unsupported --output-format " + fmt + " (this stand-in has no Parquet)")
 out_file = None
 while rest:
     if rest[0] == "--output-file" and len(rest) > 1:
@@ -51,19 +62,24 @@ if variant is None:
     fail("no configured variant in " + str(session))
 spec = config["variants"][variant]
 if fmt == "summary-json":
-    payload = spec["summary_json"]
-else:
-    events = []
-    for name, count in spec["events"].items():
-        for i in range(count):
-            events.append({"id": str(len(events)), "name": name, "start_ts": 1000 * i, "end_ts": 1000 * i + 10,
-                           "duration_ns": 10, "trace_event_source": "neuron_rt" if name.startswith("nrt") else "neuron_hw",
-                           "instance_id": "i-0standin", "process_id": 1, "thread_id": 1, "nc_idx": 0})
-    events.append({"id": "x", "name": "nc_exec_running", "start_ts": 0, "end_ts": 1, "duration_ns": 1,
-                   "trace_event_source": "neuron_hw", "instance_id": "i-0standin", "process_id": 1, "thread_id": 1,
-                   "nc_idx": 1})
-    payload = {"system_profile": {"events": events}}
-text = json.dumps(payload)
+    for line in spec.get("log_lines", []):
+        print(line)
+    text = json.dumps(spec["summary_json"])
+    if spec.get("summary_to") == "file" and out_file is not None:
+        Path(out_file).write_text(text)
+    else:
+        print(text)
+    sys.exit(0)
+events = []
+for name, count in spec["events"].items():
+    for i in range(count):
+        events.append({"id": str(len(events)), "name": name, "start_ts": 1000 * i, "end_ts": 1000 * i + 10,
+                       "duration_ns": 10, "trace_event_source": "neuron_rt" if name.startswith("nrt") else "neuron_hw",
+                       "instance_id": "i-0standin", "process_id": 1, "thread_id": 1, "nc_idx": 0})
+events.append({"id": "x", "name": "nc_exec_running", "start_ts": 0, "end_ts": 1, "duration_ns": 1,
+               "trace_event_source": "neuron_hw", "instance_id": "i-0standin", "process_id": 1, "thread_id": 1,
+               "nc_idx": 1})
+text = json.dumps({"system_profile": {"events": events}})
 if config.get("stdout") or out_file is None:
     print(text)
 else:
@@ -71,12 +87,27 @@ else:
 '''
 
 NEURON_LS_SCRIPT = r'''
-import sys
+import json, sys
 from pathlib import Path
-if sys.argv[1:] != ["-j"]:
-    print("fake neuron-ls: expected -j", file=sys.stderr)
+config = json.loads((Path(__file__).resolve().parent / "neuron-ls-config.json").read_text())
+if sys.argv[1:] not in config["accepts"]:
+    print("neuron-ls: error: unrecognized arguments: " + " ".join(sys.argv[1:]), file=sys.stderr)
     sys.exit(2)
-sys.stdout.write((Path(__file__).resolve().parent / "neuron-ls.json").read_text())
+sys.stdout.buffer.write(Path(config["capture"]).read_bytes())
+'''
+
+NEURON_MONITOR_SCRIPT = r'''
+import json, sys, time
+from pathlib import Path
+args = sys.argv[1:]
+if len(args) != 2 or args[0] != "-c" or "period" not in json.loads(Path(args[1]).read_text()):
+    print("fake neuron-monitor: expected -c <config file with a period>", file=sys.stderr)
+    sys.exit(2)
+capture = (Path(__file__).resolve().parent / "neuron-monitor-capture.txt").read_text()
+for line in capture.splitlines():
+    if line.strip():
+        print(line, flush=True)
+time.sleep(60)  # the real tool streams until it is stopped
 '''
 
 
@@ -89,17 +120,30 @@ def _install(bin_dir: Path, name: str, body: str) -> Path:
 
 
 def install_neuron_explorer(bin_dir: Path, variants: dict[str, dict[str, Any]], stdout: bool = False) -> Path:
-    """The fake explorer in ``bin_dir``; ``variants``: name -> {"summary_json": ..., "events": {...}}."""
-    (bin_dir / "explorer-config.json").parent.mkdir(parents=True, exist_ok=True)
+    """The fake explorer in ``bin_dir``; ``variants``: name -> {"summary_json": ..., "events": {...}, ...}."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
     (bin_dir / "explorer-config.json").write_text(json.dumps({"variants": variants, "stdout": stdout}))
     return _install(bin_dir, "neuron-explorer", EXPLORER_SCRIPT)
 
 
-def install_neuron_ls(bin_dir: Path, payload: Any) -> Path:
-    """The fake ``neuron-ls``: ``-j`` prints ``payload`` as JSON."""
+def install_neuron_ls(bin_dir: Path, capture: str | Path, accepts: tuple[tuple[str, ...], ...] = (("-j",),)) -> Path:
+    """The fake ``neuron-ls``: with an argv in ``accepts`` it prints ``capture`` (a file name in tests/data/neuron/,
+    or a path) byte for byte; any other argv fails as an argparse tool does."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    (bin_dir / "neuron-ls.json").write_text(json.dumps(payload))
+    path = capture if isinstance(capture, Path) else CAPTURES / capture
+    (bin_dir / "neuron-ls-config.json").write_text(json.dumps({"capture": str(path),
+                                                               "accepts": [list(a) for a in accepts]}))
     return _install(bin_dir, "neuron-ls", NEURON_LS_SCRIPT)
+
+
+def install_neuron_monitor(bin_dir: Path, capture: str) -> Path:
+    """The fake ``neuron-monitor -c FILE``: prints the reports of ``capture`` (tests/data/neuron/), one JSON per
+    line, then keeps running until it is stopped."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    text = (CAPTURES / capture).read_text()
+    lines = text.splitlines() if capture.endswith(".jsonl") else [json.dumps(json.loads(text))]
+    (bin_dir / "neuron-monitor-capture.txt").write_text("\n".join(lines) + "\n")
+    return _install(bin_dir, "neuron-monitor", NEURON_MONITOR_SCRIPT)
 
 
 def explorer_calls(bin_dir: Path) -> list[list[str]]:
@@ -113,6 +157,38 @@ def path_with(bin_dir: Path) -> str:
     return f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
+_PAIR = re.compile(r"([a-z][a-z0-9_]*)\s*=\s*(\S+)")
+_LISTED = re.compile(r"([a-z][a-z0-9_]*) \(=([0-9.]+)\)")
+
+
+def real_counters() -> dict[str, float | str]:
+    """Every ``name = value`` of the real inf2 summary-json listing (numbers as numbers, versions as strings)."""
+    counters: dict[str, float | str] = {}
+    for line in COUNTER_LISTING.read_text().splitlines():
+        for name, value in _LISTED.findall(line):  # the DMA section's "dma_transfer_count (=19)"
+            counters[name] = int(value) if value.isdigit() else float(value)
+        if not re.match(r"[a-z][a-z0-9_]*\s+=", line):
+            continue  # headings, commentary, and the comma lists of names without values
+        for name, value in _PAIR.findall(line):
+            try:
+                counters[name] = int(value) if value.isdigit() else float(value)
+            except ValueError:
+                counters[name] = value
+    return counters
+
+
 def summary_record(total_time_s: float, read_bytes: int, write_bytes: int, **extra: float) -> dict[str, Any]:
-    """A Summary record with the documented field names (SCH), as a fake summary-json carries it."""
-    return {"total_time": total_time_s, "hbm_read_bytes": read_bytes, "hbm_write_bytes": write_bytes, **extra}
+    """A record shaped as the real one (every real counter), with these figures; other times scaled to total_time."""
+    record: dict[str, Any] = real_counters()
+    scale = total_time_s / float(record["total_time"])
+    for name in ("total_active_time", "tensor_engine_active_time", "tensor_engine_instruction_time"):
+        record[name] = float(record[name]) * scale
+    record.update(total_time=total_time_s, hbm_read_bytes=read_bytes, hbm_write_bytes=write_bytes, **extra)
+    return record
+
+
+def keyed_by_node(*records: dict[str, Any]) -> dict[str, Any]:
+    """summary-json as real scripts read it: a mapping keyed by node, one entry per NEFF execution.
+
+    How real keys are spelled when there are several entries is not known; reportgen does not read the keys."""
+    return {NODE if len(records) == 1 else f"{NODE}#{i}": r for i, r in enumerate(records)}

@@ -7,7 +7,8 @@ NeuronProfiler.export_trace as ``on_trace_ready``; activities CPU + PrivateUse1;
 neuron-explorer reads that session folder for the device's own figures (reportgen/neuron/).
 
 Not yet run on real Trainium hardware: tested against a stand-in torch_neuronx that records
-the calls (tests/stand_ins/). See docs/profiling.md.
+the calls, and fake Neuron tools that print what the real ones printed on trn1, trn2 and inf2
+(tests/stand_ins/, tests/data/neuron/). See docs/profiling.md.
 """
 
 from __future__ import annotations
@@ -21,15 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.devices.backend import Backend, import_torch
+from reportgen.devices.host import dist_version
 from reportgen.devices.lanes import CategoryPattern, Lane, LaneRules
-from reportgen.devices.neuron import explorer, hardware
+from reportgen.devices.neuron import chips, explorer, hardware
 from reportgen.devices.spec import Device, DeviceSummary, EnvField, ImportLayout, TraceEvidence
 from reportgen.errors import DeviceUnavailable
 from reportgen.model.evidence import VariantEvidence
 from reportgen.model.run import DeviceEvidence, DeviceKind, DevicePeak, TimeBasis
 
-INSTALL_HINT = ("install TorchNeuron (torch-neuronx) from AWS's Neuron package index or use a Neuron DLAMI "
-                "(e.g. /opt/aws_neuronx_venv_pytorch_2_9); or pick --device cuda / cpu")
+INSTALL_HINT = ("install TorchNeuron (public beta since Neuron 2.33, Trn2/Trn3, PyTorch >= 2.10): pip install "
+                "\"torch-neuronx==2.14.*\" neuronx-cc nki --extra-index-url https://pip.repos.neuron.amazonaws.com, "
+                "or a Neuron DLAMI's aws_neuron_venv_pytorch_2_14; or pick --device cuda / cpu")
+XLA_VENV = "/opt/aws_neuronx_venv_pytorch_2_9"
+"""A DLAMI venv whose torch-neuronx is the PyTorch/XLA package: importable, but no torch_neuronx.profiling."""
 ARTIFACT_KINDS = {".neff": "neff", ".ntff": "ntff", ".pb": "pb"}
 NEFF_CACHE_ENV = "TORCH_NEURONX_NEFF_CACHE_DIR"
 NEFF_CACHE_DEFAULT = "/tmp/neff_cache"  # TorchNeuron's documented default
@@ -37,6 +42,9 @@ EAGER_FUSION_ENV = "REPORTGEN_NEURON_EAGER_FUSION"
 """``off``: call torch.use_deterministic_algorithms(True), which the SDK says turns Adaptive Eager Execution off."""
 TRACE_GLOB = "*_pid_*/*/trace.json"
 """TorchNeuron's documented layout: profile_output/<instance-id>_pid_<pid>/<timestamp>/trace.json."""
+TRACE_NAMES = ("trace.json", "neuron_framework_trace_rank_*.json")
+"""The framework trace's names: trace.json, and the alternative the SDK's neuron-explorer troubleshooting page
+names (``neuron_framework_trace_rank_<N>.json``, to be put in the ``<instance-id>_pid_<pid>/`` folder)."""
 
 
 class NeuronBackend(Backend):
@@ -52,16 +60,10 @@ class NeuronBackend(Backend):
         torch = import_torch()
         try:
             module = importlib.import_module("torch_neuronx")
-            profiling = importlib.import_module("torch_neuronx.profiling")
         except ImportError as exc:
             raise DeviceUnavailable(f"device neuron: torch_neuronx cannot be imported ({exc}); {INSTALL_HINT}",
                                     field="device") from None
-        if not hasattr(profiling, "NeuronConfig"):
-            version = getattr(module, "__version__", "unknown version")
-            raise DeviceUnavailable(f"device neuron: torch_neuronx {version} has no profiling.NeuronConfig (an "
-                                    "older TorchNeuron whose profiler reportgen does not drive); upgrade torch-neuronx "
-                                    "to a build with NeuronConfig, or pick the cuda or cpu device",
-                                    field="device")
+        _check_profiler(module)
         is_available = getattr(getattr(torch, "neuron", None), "is_available", None)
         if is_available is None or not is_available():
             raise DeviceUnavailable("device neuron: torch.neuron.is_available() is not True (no NeuronCore visible "
@@ -95,16 +97,21 @@ class NeuronBackend(Backend):
             raise
 
     def neuron_ls(self) -> hardware.NeuronLs:
-        """``neuron-ls -j`` (instance type, LNC), read once."""
+        """``neuron-ls -j`` (instance type, LNC, devices), with neuron-monitor where it lacks the instance type; once."""
         if self._neuron_ls is None:
-            self._neuron_ls = hardware.read_neuron_ls()
+            self._neuron_ls = hardware.detect()
         return self._neuron_ls
+
+    def _lnc(self) -> chips.Lnc:
+        ls = self.neuron_ls()
+        found = chips.chip_for(ls.instance_type, ls.device_type)
+        return chips.resolve_lnc(found[1] if found else None, ls.lnc, ls.lnc_source, os.environ.get(hardware.LNC_ENV))
 
     def device_name(self) -> str:
         ls = self.neuron_ls()
-        found = hardware.chip_for_instance(ls.instance_type or "")
+        found = chips.chip_for(ls.instance_type, ls.device_type)
         chip = found[1].name if found else "Trainium"
-        where = ", ".join(x for x in (ls.instance_type, f"LNC={ls.lnc}" if ls.lnc else None) if x)
+        where = ", ".join(x for x in (ls.instance_type, f"LNC={ls.lnc}" if ls.lnc is not None else None) if x)
         return f"AWS {chip}{f' ({where})' if where else ''}, NeuronCore 0"
 
     def measure_peak(self) -> DevicePeak:
@@ -112,19 +119,18 @@ class NeuronBackend(Backend):
         if override:
             return override
         ls = self.neuron_ls()
-        lnc = ls.lnc or os.environ.get(hardware.LNC_ENV)
-        ceiling = hardware.core_ceiling(ls.instance_type, lnc)
-        return DevicePeak(ceiling.bandwidth_bytes_per_s, None, ceiling.denominator)
+        return chips.core_ceiling(ls.instance_type, self._lnc(), ls.device_type)
 
     def compute_peak(self, dtype: str) -> tuple[float | None, str]:
+        """The Vector Engine's roof (RMSNorm's engine), every other engine's listed beside it (chips.py)."""
         ls = self.neuron_ls()
-        return hardware.core_compute_roof(ls.instance_type, ls.lnc or os.environ.get(hardware.LNC_ENV), dtype)
+        return chips.core_compute_roof(ls.instance_type, self._lnc(), dtype, ls.device_type)
 
     def profile_session(self, out_dir: Path) -> contextlib.AbstractContextManager[dict[str, Any]]:
         return _neuron_session(out_dir)
 
     def collect_artifacts(self, out_dir: Path) -> tuple[Path | None, list[tuple[Path, str]]]:
-        traces = sorted(out_dir.glob("*_pid_*/*/trace.json")) or sorted(out_dir.rglob("trace.json"))
+        traces = find_traces(out_dir) or sorted(p for name in TRACE_NAMES for p in out_dir.rglob(name))
         trace = traces[-1] if traces else None
         folder = trace.parent if trace else out_dir
         found = [(p, ARTIFACT_KINDS[p.suffix]) for p in sorted(folder.rglob("*")) if p.suffix in ARTIFACT_KINDS]
@@ -152,9 +158,9 @@ class NeuronBackend(Backend):
 
     def environment_extras(self) -> dict[str, str | None]:
         module = importlib.import_module("torch_neuronx")
-        version = getattr(module, "__version__", None) or _dist_version("torch-neuronx")
+        version = getattr(module, "__version__", None) or dist_version("torch-neuronx")
         extras: dict[str, str | None] = {"torch_neuronx_version": version,
-                                         "neuronx_cc_version": _dist_version("neuronx-cc")}
+                                         "neuronx_cc_version": dist_version("neuronx-cc")}
         extras.update(hardware.environment_facts(self.neuron_ls()))
         extras["eager_fusion"] = (f"off (${EAGER_FUSION_ENV}=off: torch.use_deterministic_algorithms(True))"
                                   if _eager_fusion_off() else
@@ -162,6 +168,27 @@ class NeuronBackend(Backend):
                                   f"${EAGER_FUSION_ENV}=off turns it off)")
         extras["neff_cache_dir"] = _neff_cache_dir()
         return extras
+
+
+def _check_profiler(module: Any) -> None:
+    """Refuse a torch_neuronx without the documented profiler: the PyTorch/XLA package, or an older TorchNeuron."""
+    version = getattr(module, "__version__", None) or dist_version("torch-neuronx") or "(unknown version)"
+    try:
+        profiling = importlib.import_module("torch_neuronx.profiling")
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch_neuronx.profiling":
+            raise DeviceUnavailable(f"device neuron: torch_neuronx.profiling cannot be imported ({exc}); "
+                                    f"{INSTALL_HINT}", field="device") from None
+        raise DeviceUnavailable(f"device neuron: torch_neuronx {version} has no torch_neuronx.profiling: it is the "
+                                f"older PyTorch/XLA torch-neuronx (as in the DLAMI's {XLA_VENV}), not TorchNeuron; "
+                                f"{INSTALL_HINT}", field="device") from None
+    except ImportError as exc:
+        raise DeviceUnavailable(f"device neuron: torch_neuronx.profiling cannot be imported ({exc}); {INSTALL_HINT}",
+                                field="device") from None
+    if not hasattr(profiling, "NeuronConfig"):
+        raise DeviceUnavailable(f"device neuron: torch_neuronx {version} has no profiling.NeuronConfig (an older "
+                                "TorchNeuron, or the PyTorch/XLA package, whose profiler reportgen does not drive); "
+                                f"{INSTALL_HINT}", field="device")
 
 
 @contextlib.contextmanager
@@ -203,25 +230,27 @@ def _fallback_ops() -> tuple[str, ...] | None:
     return tuple(sorted({str(op) for op in get()}))
 
 
-def _dist_version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 # ---------------------------------------------------------------------------------------------
 # Import: the profile_output/ folder and neuron-explorer's device summary.
 
 
 def find_traces(folder: Path) -> list[Path]:
-    """The ``trace.json`` files of a profile_output/ folder, one of its ``*_pid_*`` folders, or a capture folder."""
-    found = sorted(folder.glob(TRACE_GLOB))
+    """The framework traces (TRACE_NAMES) of a profile_output/ folder, one of its ``*_pid_*`` folders, or a capture
+    folder: in ``<instance>_pid_<pid>/<timestamp>/`` (TorchNeuron) or ``<instance>_pid_<pid>/`` (inspect capture)."""
+    found = _named(folder, "*_pid_*/*/") or _named(folder, "*_pid_*/", with_artifacts=True)
     if not found and "_pid_" in folder.name:
-        found = sorted(folder.glob("*/trace.json"))
-    if not found and (folder / "trace.json").is_file() and LAYOUT.artifacts(folder):
-        found = [folder / "trace.json"]
-    return [p for p in found if p.is_file()]
+        found = _named(folder, "*/") or _named(folder, "", with_artifacts=True)
+    if not found:
+        found = _named(folder, "", with_artifacts=True)
+    return found
+
+
+def _named(folder: Path, prefix: str, with_artifacts: bool = False) -> list[Path]:
+    """Files named as a framework trace under ``folder/prefix`` (only beside Neuron files if ``with_artifacts``)."""
+    found = sorted(p for name in TRACE_NAMES for p in folder.glob(prefix + name) if p.is_file())
+    with_trace_json = {p.parent for p in found if p.name == TRACE_NAMES[0]}
+    return [p for p in found if (p.name == TRACE_NAMES[0] or p.parent not in with_trace_json)
+            and (not with_artifacts or LAYOUT.artifacts(p.parent))]
 
 
 def device_summary(trace: Path, steps: int, scratch: Path) -> DeviceSummary:

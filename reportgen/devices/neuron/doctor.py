@@ -9,7 +9,6 @@ then a ``.tar.gz`` of it all. It never fails because the profile failed: that is
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.metadata
 import json
@@ -19,10 +18,12 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reportgen import __version__
+from reportgen.devices.host import dist_version
 from reportgen.devices.neuron import explorer, hardware
 from reportgen.errors import ExitCode, UsageError
 
@@ -31,34 +32,32 @@ ENV_PREFIXES = ("NEURON_", "TORCH_NEURONX_", "REPORTGEN_")
 TAIL_CHARS = 4000
 
 
-def run_doctor(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class DoctorRequest:
+    """``reportgen doctor --device neuron``: the new folder to fill, the scenario to profile, an optional existing
+    capture folder to inventory, and the limit for the profile run."""
+
+    out: Path
+    scenario: str = "rmsnorm"
+    profile_output: Path | None = None
+    timeout_s: float = 3600.0
+
+    def check(self) -> None:
+        """Refuse an ``out`` that holds something, or a ``profile_output`` that is not a folder."""
+        out = self.out
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise UsageError(f"out {out}: exists and is not an empty folder; pick a new folder", field="out")
+        if self.profile_output is not None and not self.profile_output.is_dir():
+            raise UsageError(f"profile_output {self.profile_output}: not a folder; pass a TorchNeuron profile_output/ "
+                             "folder", field="profile_output")
+
+
+def run_doctor(request: DoctorRequest) -> int:
     """Profile on neuron in a child process and write the diagnostics folder and its archive."""
-    out: Path = args.out
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"out {out}: exists and is not an empty folder; pick a new folder", field="out")
-    profile_output: Path | None = args.profile_output
-    if profile_output is not None and not profile_output.is_dir():
-        raise UsageError(f"profile_output {profile_output}: not a folder; pass a TorchNeuron profile_output/ folder",
-                         field="profile_output")
+    request.check()
+    out = request.out
     out.mkdir(parents=True, exist_ok=True)
-    ls = hardware.read_neuron_ls()
-    if ls.raw is not None:
-        (out / "neuron-ls.json").write_bytes(ls.raw)
-    diagnostics: dict[str, Any] = {
-        "reportgen_version": __version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "distributions": {d: _dist_version(d) for d in DISTRIBUTIONS},
-        "torch_neuronx_module": _module_version("torch_neuronx"),
-        "neuron_ls": {"instance_type": ls.instance_type, "logical_neuroncore_config": ls.lnc, "note": ls.note,
-                      "raw_file": "neuron-ls.json" if ls.raw is not None else None},
-        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
-        "tools": {name: shutil.which(name) for name in ("neuron-explorer", "neuron-ls")},
-        "profile": _profile(out, args.scenario, args.timeout_s),
-        "bundle_files": _inventory(out / "store"),
-    }
-    if profile_output is not None:
-        diagnostics["profile_output"] = _explore_folder(profile_output, out / "profile_output-explorer")
+    diagnostics = _diagnostics(request)
     (out / "diagnostics.json").write_text(json.dumps(diagnostics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     archive = out.with_name(out.name + ".tar.gz")
     with tarfile.open(archive, "w:gz") as tar:
@@ -68,6 +67,30 @@ def run_doctor(args: argparse.Namespace) -> int:
     print(f"diagnostics: {out / 'diagnostics.json'}")
     print(f"attach to the issue: {archive}")
     return int(ExitCode.OK)
+
+
+def _diagnostics(request: DoctorRequest) -> dict[str, Any]:
+    """Everything ``diagnostics.json`` says; writes the raw outputs and the profile's bundle into ``request.out``."""
+    out = request.out
+    ls = hardware.detect()
+    if ls.raw is not None:
+        (out / "neuron-ls.json").write_bytes(ls.raw)
+    diagnostics: dict[str, Any] = {
+        "reportgen_version": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "distributions": {d: dist_version(d) for d in DISTRIBUTIONS},
+        "torch_neuronx_module": _module_version("torch_neuronx"),
+        "neuron_ls": {"instance_type": ls.instance_type, "logical_neuroncore_config": ls.lnc, "note": ls.note,
+                      "raw_file": "neuron-ls.json" if ls.raw is not None else None},
+        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "tools": {name: shutil.which(name) for name in ("neuron-explorer", "neuron-ls")},
+        "profile": _profile(out, request.scenario, request.timeout_s),
+        "bundle_files": _inventory(out / "store"),
+    }
+    if request.profile_output is not None:
+        diagnostics["profile_output"] = _explore_folder(request.profile_output, out / "profile_output-explorer")
+    return diagnostics
 
 
 def _profile(out: Path, scenario: str, timeout_s: float) -> dict[str, Any]:
@@ -106,13 +129,6 @@ def _explore_folder(profile_output: Path, dest: Path) -> dict[str, Any]:
                          "notes": list(found.notes), "summary": found.summary, "counters_total": found.counters,
                          "raw_outputs": sorted(f"profile_output-explorer/session-{i}/{n}" for n in found.raw)})
     return {"path": str(profile_output), "files": _inventory(profile_output), "sessions": explored}
-
-
-def _dist_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _module_version(name: str) -> str:

@@ -1,41 +1,36 @@
 """neuron-explorer on one capture session: the device summary and the system-trace counters.
 
 The documented call (SDK ``tools/neuron-explorer``) is ``neuron-explorer view -d <session dir>``
-with ``--output-format summary-json`` (the device summary: the Summary table's fields, SCH) or
-``json`` (the legacy full export, which holds the system-trace events: SystemProfileEvents, SCH).
-``--output-file`` names where it writes; where it printed to stdout instead, stdout is read.
+with ``--output-format summary-json`` (the device summary: the Summary table's fields, SCH; read
+by summary.py, every record counted) or ``json`` (the legacy full export, which holds the
+system-trace events). ``--output-file`` names where it writes; where it printed to stdout instead
+(as scripts in the wild read summary-json), stdout is read, log lines before the JSON skipped.
 
-What the documents give is each record's FIELDS, not the JSON nesting around them. So a record
-is recognised by its documented required fields (a Summary record carries ``total_time``; a
-SystemProfileEvents record carries ``name`` and ``trace_event_source``), wherever it sits, and
-reportgen refuses to guess when there is not exactly one Summary record. Nothing here has run
-against a real NTFF: it is tested against a fake executable that follows those documents.
+The system-trace records are recognised by their fields (``name`` and ``trace_event_source``,
+SystemProfileEvents, SCH), wherever they sit: assumed, not checked against a real export (the
+facts doc says the legacy json's records carry ``group`` and ``lnc_idx``). Tested against a fake
+executable whose summary-json carries the counter names of a real inf2 capture (tests/stand_ins/).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from reportgen.devices.neuron.summary import load_json, parse_summary, records
 from reportgen.model.run import DeviceEvidence
 
 EXPLORER = "neuron-explorer"
 TIMEOUT_S = 600
-SUMMARY_FIELDS = ("total_time", "hbm_read_bytes", "hbm_write_bytes", "mbu_estimated_percent",
-                  "mbu_min_read_util_percent", "dma_transfer_count", "spill_save_bytes", "spill_reload_bytes")
-ENGINE_FIELD_SUFFIXES = ("_engine_active_time_percent", "_engine_instruction_count")
 COUNTER_EVENTS = ("nc_exec_running", "nrt_model_submit", "dmem_buf_copyin", "dmem_buf_copyout",
                   "nc_model_switch", "nrt_model_switch")
 """System-trace events that show fusion (per profiled step): executions, NEFF submissions, copies, switches."""
 SUMMARY_FILE = "neuron-explorer-summary.json"
 SYSTEM_FILE = "neuron-explorer-system.json"
-_MAX_DEPTH = 64
 
 Runner = Callable[..., "subprocess.CompletedProcess[bytes]"]
 
@@ -68,11 +63,15 @@ class Exploration:
 
 
 def session_dir(folder: Path) -> Path | None:
-    """The capture session under ``folder``: the newest ``<instance>_pid_<pid>/<timestamp>/`` holding an .ntff."""
-    candidates = sorted({p.parent for p in folder.glob("*_pid_*/*/*.ntff")})
-    if not candidates and any(folder.glob("*.ntff")):
+    """The capture session at ``folder``: the newest folder holding an .ntff, as TorchNeuron writes it
+    (``<instance>_pid_<pid>/<timestamp>/``), or as the runtime's inspect capture writes it (``<instance>_pid_<pid>/``)."""
+    if any(folder.glob("*.ntff")):
         return folder
-    return candidates[-1] if candidates else None
+    for pattern in ("*_pid_*/*/*.ntff", "*_pid_*/*.ntff", "*/*.ntff"):
+        candidates = sorted({p.parent for p in folder.glob(pattern)})
+        if candidates:
+            return candidates[-1]
+    return None
 
 
 def explore(session: Path, steps: int, scratch: Path, which: Callable[[str], str | None] | None = None,
@@ -93,8 +92,9 @@ def explore(session: Path, steps: int, scratch: Path, which: Callable[[str], str
     counters: dict[str, float] = {}
     if summary_out.output is not None:
         raw[SUMMARY_FILE] = summary_out.output
-        summary, note = parse_summary(summary_out.output)
-        notes.append(note)
+        read = parse_summary(summary_out.output)
+        summary = read.figures
+        notes.extend(read.notes)
     else:
         notes.append(f"summary-json: {summary_out.problem}")
     if system_out.output is not None:
@@ -128,30 +128,12 @@ def view(exe: str, session: Path, fmt: str, out_file: Path, run: Runner, *extra:
     return ToolOutput(argv, None, "neuron-explorer wrote nothing (no --output-file and no stdout)")
 
 
-def parse_summary(raw: bytes) -> tuple[dict[str, float], str]:
-    """The one Summary record's numeric fields (SUMMARY_FIELDS and per-engine ones), and a note saying so."""
-    data = _load(raw)
-    if data is None:
-        return {}, "summary-json is not JSON: no device summary"
-    records = [r for r in _records(data) if _number(r.get("total_time")) is not None]
-    if len(records) != 1:
-        return {}, (f"summary-json holds {len(records)} Summary records (objects with total_time); reportgen reads "
-                    "exactly one and does not combine or pick: no device summary (its schema may have changed)")
-    (record,) = records
-    figures = {k: v for k in SUMMARY_FIELDS if (v := _number(record.get(k))) is not None}
-    figures.update({k: v for k, value in sorted(record.items())
-                    if k.endswith(ENGINE_FIELD_SUFFIXES) and (v := _number(value)) is not None})
-    absent = [k for k in SUMMARY_FIELDS if k not in figures]
-    return figures, ("device summary from neuron-explorer summary-json" +
-                     (f" (absent: {', '.join(absent)})" if absent else ""))
-
-
 def parse_system_counts(raw: bytes) -> tuple[dict[str, float], str]:
     """Counts of COUNTER_EVENTS among the SystemProfileEvents records of NeuronCore 0 (nc_idx 0 or absent)."""
-    data = _load(raw)
+    data, _ = load_json(raw)
     if data is None:
         return {}, "json export is not JSON: no system-trace counters"
-    events = [r for r in _records(data) if isinstance(r.get("name"), str)
+    events = [r for _, r in records(data) if isinstance(r.get("name"), str)
               and isinstance(r.get("trace_event_source"), str) and r.get("nc_idx", 0) in (0, "0")]
     if not events:
         return {}, ("json export holds no system-trace events (objects with name and trace_event_source): "
@@ -174,34 +156,6 @@ def _shown(argv: tuple[str, ...], session: Path) -> str:
     return " ".join(shown)
 
 
-def _load(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _records(data: Any) -> Iterator[dict[str, Any]]:
-    """Every JSON object in ``data`` (iteratively, depth-bounded): candidates for a documented record."""
-    stack: list[tuple[Any, int]] = [(data, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > _MAX_DEPTH:
-            continue
-        if isinstance(item, dict):
-            yield item
-            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    f = float(value)
-    return f if f == f and f not in (float("inf"), float("-inf")) else None
-
-
 def timing_source(exploration: Exploration | None, device_events_per_step: int | None, *,
                   imported: bool = False, why_none: str = "") -> str:
     """Where a neuron variant's times come from, in words (never zeros presented as data)."""
@@ -210,10 +164,12 @@ def timing_source(exploration: Exploration | None, device_events_per_step: int |
     if device_events_per_step:
         return f"{host}; device time: the device events in trace.json"
     table = "trace.json has no device events (documented as a framework-level trace), so the op table shows host CPU time"
-    total = exploration.summary.get("total_time") if exploration else None
-    if total is not None and exploration is not None:
+    summary = exploration.summary if exploration else {}
+    field = next((f for f in ("total_active_time", "total_time") if f in summary), None)
+    if field is not None and exploration is not None:
         steps = f"over {exploration.steps} profiled step(s)" if exploration.steps > 0 else "for the whole capture"
-        return (f"{host}; device time: the NTFF via neuron-explorer (total_time {total:.6g} s {steps}, idle gaps "
-                f"included); {table}")
+        gaps = "idle gaps excluded" if field == "total_active_time" else "idle gaps included: no total_active_time"
+        return (f"{host}; device time: the NTFF via neuron-explorer ({field} {summary[field]:.6g} s {steps}, "
+                f"{gaps}); {table}")
     reason = exploration.notes[0] if exploration and exploration.notes else (why_none or "no device summary")
     return f"{host} only; no device time ({reason}); {table}"

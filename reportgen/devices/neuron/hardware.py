@@ -1,158 +1,270 @@
-"""Trainium chips, instance families and the roofline ceiling for a run on ONE NeuronCore.
+"""What the Neuron tools say about this machine: ``neuron-ls``, ``neuron-monitor``, and the NEURON_* settings.
 
-Every figure is from the Neuron SDK's ``about-neuron/arch/neuron-hardware/`` pages, as listed in
-shared/design/trainium-profiling-facts.md; none is measured here. Pure functions, no I/O, except
-``read_neuron_ls`` at the edge.
+Read as the real tools print it (captures by others on trn1, trn2 and inf2 in tests/data/neuron/, and
+the SDK's ``tools/neuron-sys-tools/`` pages): ``neuron-ls -j`` prints a top-level JSON ARRAY, one
+object per Neuron device, snake_case keys (``nc_count``, ``memory_size`` in bytes, and on recent
+tools ``instance_type`` / ``logical_neuroncore_config`` inside every element); ``neuron-monitor``
+streams one JSON report per period whose ``instance_info`` and ``neuron_hardware_info`` are always
+present. The chips' figures are in chips.py. I/O only in the ``read_*`` functions.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
+import tempfile
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 NEURON_LS_TIMEOUT_S = 60
+NEURON_MONITOR_TIMEOUT_S = 15
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 INSPECT_ENV = "NEURON_RT_INSPECT_ENABLE"
+CORE_ENVS = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+"""Which NeuronCores this process may take: recorded because one process owns the cores it initialises."""
+MONITOR_CONFIG = {"period": "1s", "system_metrics": [{"type": "memory_info"}]}
+"""The smallest documented neuron-monitor configuration; instance_info and neuron_hardware_info come regardless."""
+_FALSE = ("", "0", "false", "no", "off")
 
-
-@dataclass(frozen=True)
-class Chip:
-    """One Trainium generation: the vendor's chip-level figures."""
-
-    name: str
-    physical_cores: int
-    hbm_bandwidth_bytes_per_s: float  # the whole chip
-    hbm_stacks: int | None  # None: the documents give no stack count
-    bandwidth_text: str  # the figure as the SDK writes it
-    targeted_by_torchneuron: bool
-    dense_tflops: dict[str, float] | None = None  # per dtype, the whole chip (SDK neuron-hardware pages)
-
-
-CHIPS: dict[str, Chip] = {
-    "trn1": Chip("Trainium", 2, 820 * 1024**3, None, "820 GiB/s", False, {"bfloat16": 190.0, "float32": 47.5}),
-    "trn2": Chip("Trainium2", 8, 2.9e12, 4, "2.9 TB/s", True, {"bfloat16": 667.0, "float32": 181.0}),
-    "trn3": Chip("Trainium3", 8, 4.9e12, None, "4.9 TB/s", True, {"bfloat16": 671.0, "float32": 183.0}),
-}
-_FAMILY = re.compile(r"^(trn\d+)[a-z]*$")
-
-
-def chip_for_instance(instance_type: str) -> tuple[str, Chip] | None:
-    """(family, chip) of an instance type: ``trn1n.32xlarge`` -> trn1n/Trainium, ``trn2u...`` -> Trainium2."""
-    family = instance_type.strip().lower().split(".")[0]
-    match = _FAMILY.match(family)
-    if match is None or match.group(1) not in CHIPS:
-        return None
-    return family, CHIPS[match.group(1)]
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    """The bandwidth a single profiled NeuronCore is compared against, and the words saying which it is."""
-
-    bandwidth_bytes_per_s: float | None
-    denominator: str
-
-
-def core_ceiling(instance_type: str | None, lnc: str | None) -> Ceiling:
-    """The roofline denominator for a run on NeuronCore 0 of this instance (see the facts doc)."""
-    found = chip_for_instance(instance_type or "")
-    if found is None:
-        return Ceiling(None, f"denominator: none; instance type {instance_type or '(not found by neuron-ls -j)'} "
-                             "is not a Trainium family with a documented figure (trn1, trn1n, trn2, trn2u, trn3); "
-                             "set $REPORTGEN_PEAK_BANDWIDTH_GBPS")
-    family, chip = found
-    lnc_text = f"LNC={lnc}" if lnc else "LNC not reported"
-    if chip.hbm_stacks:
-        per_stack = chip.hbm_bandwidth_bytes_per_s / chip.hbm_stacks
-        return Ceiling(per_stack, f"denominator: one HBM stack of {chip.name} ({instance_type}, {lnc_text}): "
-                                  f"{chip.bandwidth_text} per chip / {chip.hbm_stacks} stacks = "
-                                  f"{per_stack / 1e12:.3g} TB/s, derived (no published per-core figure); each "
-                                  "stack is shared by two physical NeuronCores, so an LNC=2 logical core has about "
-                                  "a quarter of the chip; neuron-explorer's mbu_estimated_percent also uses one "
-                                  "HBM stack")
-    return Ceiling(chip.hbm_bandwidth_bytes_per_s,
-                   f"denominator: the whole {chip.name} chip ({family}, {instance_type}, {lnc_text}): "
-                   f"{chip.bandwidth_text}, vendor figure; the documents give no per-core or per-stack figure, so "
-                   "one NeuronCore's share is lower and the fraction of peak is an underestimate"
-                   + ("" if chip.targeted_by_torchneuron else "; TorchNeuron targets Trn2/Trn3, not this chip"))
-
-
-def core_compute_roof(instance_type: str | None, lnc: str | None, dtype: str) -> tuple[float | None, str]:
-    """The vendor's dense FLOP/s for ``dtype``, shared out to the profiled (logical) NeuronCore, and how.
-
-    The SDK gives chip figures only: one logical core gets ``chip / physical cores × LNC`` (derived). No
-    figure for a dtype the documents do not list (float16), or for an unknown instance.
-    """
-    found = chip_for_instance(instance_type or "")
-    if found is None or not found[1].dense_tflops or dtype not in found[1].dense_tflops:
-        why = "instance type unknown" if found is None else f"no documented {dtype} figure for {found[1].name}"
-        return None, f"compute roof: none ({why})"
-    chip = found[1]
-    share = int(lnc) if lnc and lnc.isdigit() and int(lnc) > 0 else 1
-    tflops = chip.dense_tflops[dtype]  # type: ignore[index]
-    per_core = tflops * 1e12 / chip.physical_cores * share
-    return per_core, (f"vendor: {tflops:g} TFLOPS dense {dtype} per {chip.name} chip / {chip.physical_cores} "
-                      f"physical cores × {share} (LNC={lnc or 'not reported, 1 assumed'}), derived")
+Which = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
 class NeuronLs:
-    """What ``neuron-ls -j`` said, or why nothing."""
+    """The instance and its Neuron devices as the tools reported them (None: not reported), and what was missing."""
 
     instance_type: str | None
-    lnc: str | None
-    raw: bytes | None
+    lnc: int | None  # logical_neuroncore_config
+    device_count: int | None
+    cores_per_device: int | None  # nc_count: the NeuronCores a device exposes (logical ones under LNC)
+    cores_total: int | None
+    hbm_bytes_per_device: int | None  # memory_size
+    raw: bytes | None  # neuron-ls's output as printed
     note: str
+    missing: tuple[str, ...] = ()
+    device_type: str | None = None  # neuron-monitor's neuron_device_type; neuron-ls has none
+    lnc_source: str = "neuron-ls"
 
 
-def parse_neuron_ls(raw: bytes) -> NeuronLs:
-    """``instance-type`` and ``logical-neuroncore-config`` from the top-level object ``neuron-ls -j`` prints."""
+def _nothing(raw: bytes | None, note: str) -> NeuronLs:
+    return NeuronLs(None, None, None, None, None, None, raw, note,
+                    ("instance_type", "logical_neuroncore_config", "nc_count", "memory_size"))
+
+
+def parse_neuron_ls(raw: bytes, command: str = "neuron-ls -j") -> NeuronLs:
+    """The typed record of what ``neuron-ls -j`` (a JSON array of devices) or ``--output-format json`` printed."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
-        return NeuronLs(None, None, raw, "neuron-ls -j printed no JSON")
-    if not isinstance(data, dict):
-        return NeuronLs(None, None, raw, f"neuron-ls -j printed a JSON {type(data).__name__}, not an object with "
-                                         "instance-type / logical-neuroncore-config")
-    instance = data.get("instance-type")
-    lnc = data.get("logical-neuroncore-config")
-    instance_s = instance if isinstance(instance, str) and instance else None
-    lnc_s = str(lnc) if isinstance(lnc, (int, str)) and not isinstance(lnc, bool) and str(lnc) else None
-    missing = [k for k, v in (("instance-type", instance_s), ("logical-neuroncore-config", lnc_s)) if v is None]
-    note = "read from neuron-ls -j" + (f", which printed no {', '.join(missing)}" if missing else "")
-    return NeuronLs(instance_s, lnc_s, raw, note)
+        return _nothing(raw, f"{command} printed no JSON")
+    top: dict[str, Any] = {}
+    if isinstance(data, list):
+        devices = data
+    elif isinstance(data, dict):
+        # Neuron 2.34's `neuron-ls --output-format json` is documented to carry the instance fields at the top
+        # level beside a device list. No real sample of it was found: the device list is whichever top-level
+        # value is a list of objects, and the instance fields are read at the top level and in each device.
+        top = data
+        devices = next((v for v in data.values() if isinstance(v, list) and v and isinstance(v[0], dict)), [])
+    else:
+        return _nothing(raw, f"{command} printed a JSON {type(data).__name__}, not a list of Neuron devices")
+    devices = [d for d in devices if isinstance(d, dict)]
+    instance = _same([top.get("instance_type"), *(d.get("instance_type") for d in devices)], str)
+    lnc = _same([top.get("logical_neuroncore_config"), *(d.get("logical_neuroncore_config") for d in devices)], int)
+    cores = [_int(d.get("nc_count")) for d in devices]
+    per_device = _same(list(cores), int)
+    total = sum(c for c in cores if c is not None) if devices and None not in cores else None
+    memory = _same([d.get("memory_size") for d in devices], int)
+    found = {"instance_type": instance, "logical_neuroncore_config": lnc, "nc_count": per_device,
+             "memory_size": memory}
+    missing = tuple(k for k, v in found.items() if v is None)
+    note = f"read from {command}: {len(devices)} Neuron device(s)" + (f"; not given: {', '.join(missing)}"
+                                                                      if missing else "")
+    return NeuronLs(instance, lnc, len(devices), per_device, total, memory, raw, note, missing)
 
 
-def read_neuron_ls(which: Callable[[str], str | None] | None = None) -> NeuronLs:
-    """Run ``neuron-ls -j`` (the documented way to find the instance type and LNC)."""
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _same(values: list[Any], kind: type) -> Any:
+    """The one value all the non-empty ``values`` agree on (as ``kind``), else None (absent or differing)."""
+    cleaned = {(_int(v) if kind is int else (v.strip() if isinstance(v, str) else None)) for v in values
+               if v is not None and v != ""}
+    cleaned.discard(None)
+    return cleaned.pop() if len(cleaned) == 1 else None
+
+
+def read_neuron_ls(which: Which | None = None) -> NeuronLs:
+    """Run ``neuron-ls -j``, and ``neuron-ls --output-format json`` (Neuron 2.34's replacement) where -j fails."""
     exe = (which or shutil.which)("neuron-ls")
     if exe is None:
-        return NeuronLs(None, None, None, "neuron-ls is not installed (it comes with the Neuron tools)")
-    try:
-        proc = subprocess.run([exe, "-j"], capture_output=True, timeout=NEURON_LS_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return NeuronLs(None, None, None, f"neuron-ls -j could not run ({type(exc).__name__})")
-    if proc.returncode != 0:
+        return _nothing(None, "neuron-ls is not installed (it comes with the Neuron tools)")
+    problems = []
+    for flags in (["-j"], ["--output-format", "json"]):
+        command = " ".join(["neuron-ls", *flags])
+        try:
+            proc = subprocess.run([exe, *flags], capture_output=True, timeout=NEURON_LS_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return _nothing(None, f"{command} could not run ({type(exc).__name__})")
+        if proc.returncode == 0:
+            return parse_neuron_ls(proc.stdout, command)
         err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:200]
-        return NeuronLs(None, None, proc.stdout, f"neuron-ls -j failed (exit {proc.returncode}: {err})")
-    return parse_neuron_ls(proc.stdout)
+        problems.append(f"{command} failed (exit {proc.returncode}: {err})")
+    return _nothing(None, "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class MonitorInfo:
+    """``instance_info`` and ``neuron_hardware_info`` of one neuron-monitor report, and what it lacked."""
+
+    instance_type: str | None
+    device_type: str | None
+    lnc: int | None
+    device_count: int | None
+    cores_per_device: int | None
+    hbm_bytes_per_device: int | None
+    note: str
+    missing: tuple[str, ...] = ()
+
+
+MONITOR_FIELDS = (("instance_info", "instance_type"), ("neuron_hardware_info", "neuron_device_type"),
+                  ("neuron_hardware_info", "logical_neuroncore_config"),
+                  ("neuron_hardware_info", "neuron_device_count"),
+                  ("neuron_hardware_info", "neuroncore_per_device_count"),
+                  ("neuron_hardware_info", "neuron_device_memory_size"))
+
+
+def parse_neuron_monitor(raw: bytes) -> MonitorInfo:
+    """One neuron-monitor report (one JSON object; of a stream of them, the first line)."""
+    data = _first_object(raw)
+    if data is None:
+        return MonitorInfo(None, None, None, None, None, None, "neuron-monitor printed no JSON report",
+                           tuple(f"{group}.{key}" for group, key in MONITOR_FIELDS))
+    sections = {g: s if isinstance(s := data.get(g), dict) else {} for g in ("instance_info", "neuron_hardware_info")}
+    hw = sections["neuron_hardware_info"]
+    info = MonitorInfo(_str(sections["instance_info"].get("instance_type")), _str(hw.get("neuron_device_type")),
+                       _int(hw.get("logical_neuroncore_config")), _int(hw.get("neuron_device_count")),
+                       _int(hw.get("neuroncore_per_device_count")), _int(hw.get("neuron_device_memory_size")), "")
+    values = (info.instance_type, info.device_type, info.lnc, info.device_count, info.cores_per_device,
+              info.hbm_bytes_per_device)
+    missing = tuple(f"{g}.{k}" for (g, k), v in zip(MONITOR_FIELDS, values, strict=True) if v is None)
+    errors = [f"{g}.error: {' '.join(str(s['error']).split())[:200]}" for g, s in sections.items()
+              if isinstance(s.get("error"), str) and s["error"].strip()]
+    note = ("read from neuron-monitor" + (f"; not given: {', '.join(missing)}" if missing else "")
+            + "".join(f"; {e}" for e in errors))
+    return replace(info, note=note, missing=missing)
+
+
+def _str(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _first_object(raw: bytes) -> dict[str, Any] | None:
+    candidates = [raw, *[line for line in raw.splitlines() if line.strip()][:1]]
+    for text in candidates:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def read_neuron_monitor(which: Which | None = None, timeout_s: float = NEURON_MONITOR_TIMEOUT_S) -> MonitorInfo:
+    """Start neuron-monitor with a 1 s period, read its first report, and stop it (it streams until stopped)."""
+    exe = (which or shutil.which)("neuron-monitor")
+    if exe is None:
+        return MonitorInfo(None, None, None, None, None, None, "neuron-monitor is not installed")
+    with tempfile.TemporaryDirectory(prefix="reportgen-monitor-") as tmp:
+        config = Path(tmp) / "monitor.json"
+        config.write_text(json.dumps(MONITOR_CONFIG), encoding="utf-8")
+        try:
+            proc = subprocess.Popen([exe, "-c", str(config)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError as exc:
+            return MonitorInfo(None, None, None, None, None, None, f"neuron-monitor could not run ({type(exc).__name__})")
+        line: list[bytes] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else b""),
+                                  daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if not line or not line[0].strip():
+        return MonitorInfo(None, None, None, None, None, None,
+                           f"neuron-monitor printed no report within {timeout_s:g} s")
+    return parse_neuron_monitor(line[0])
+
+
+def with_monitor(ls: NeuronLs, monitor: MonitorInfo) -> NeuronLs:
+    """``ls`` with what neuron-ls did not give taken from neuron-monitor, and the note saying which came from where."""
+    taken = [name for attr, name in (("instance_type", "instance_type"), ("lnc", "logical_neuroncore_config"),
+                                     ("device_count", "neuron_device_count"),
+                                     ("cores_per_device", "neuroncore_per_device_count"),
+                                     ("hbm_bytes_per_device", "neuron_device_memory_size"))
+             if getattr(monitor, attr) is not None and getattr(ls, attr) is None]
+    merged = replace(ls, instance_type=ls.instance_type or monitor.instance_type,
+                     lnc=ls.lnc if ls.lnc is not None else monitor.lnc,
+                     device_count=ls.device_count or monitor.device_count,
+                     cores_per_device=ls.cores_per_device or monitor.cores_per_device,
+                     hbm_bytes_per_device=ls.hbm_bytes_per_device or monitor.hbm_bytes_per_device,
+                     device_type=monitor.device_type)
+    if merged.cores_total is None and merged.device_count is not None and merged.cores_per_device is not None:
+        merged = replace(merged, cores_total=merged.device_count * merged.cores_per_device)
+    missing = tuple(k for k, v in (("instance_type", merged.instance_type),
+                                   ("logical_neuroncore_config", merged.lnc), ("nc_count", merged.cores_per_device),
+                                   ("memory_size", merged.hbm_bytes_per_device)) if v is None)
+    names = ", ".join(taken) or "nothing"
+    return replace(merged, missing=missing,
+                   lnc_source="neuron-monitor" if "logical_neuroncore_config" in taken else ls.lnc_source,
+                   note=f"{ls.note}; {monitor.note}; taken from neuron-monitor: {names}")
+
+
+def detect(which: Which | None = None) -> NeuronLs:
+    """neuron-ls, and neuron-monitor where neuron-ls gives no instance type (older tools, trn1, inf2)."""
+    ls = read_neuron_ls(which)
+    if ls.instance_type is not None:
+        return ls
+    return with_monitor(ls, read_neuron_monitor(which))
+
+
+def inspect_enabled(environ: Mapping[str, str] = os.environ) -> bool:
+    """$NEURON_RT_INSPECT_ENABLE set to a truthy value (its documented values are 0, the default, and 1)."""
+    return environ.get(INSPECT_ENV, "").strip().lower() not in _FALSE
 
 
 def environment_facts(ls: NeuronLs, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The neuron entries of Environment.device_extras (instance, LNC, settings, warnings)."""
+    """The neuron entries of Environment.device_extras (instance, devices, LNC, core settings, warnings)."""
     facts = {"neuron_ls": ls.note}
     if ls.instance_type:
         facts["instance_type"] = ls.instance_type
-    if ls.lnc:
-        facts["logical_neuroncore_config"] = ls.lnc
-    if LNC_ENV in environ:
-        facts[LNC_ENV] = environ[LNC_ENV]
-    if environ.get(INSPECT_ENV):
+    if ls.lnc is not None:
+        facts["logical_neuroncore_config"] = str(ls.lnc)
+    if ls.device_count:
+        memory = f", {ls.hbm_bytes_per_device / 2**30:g} GiB HBM each" if ls.hbm_bytes_per_device else ""
+        cores = (f" × {ls.cores_per_device} NeuronCores ({ls.cores_total} in all)"
+                 if ls.cores_per_device is not None else "")
+        facts["neuron_devices"] = f"{ls.device_count} device(s){cores}{memory}"
+    for name in (LNC_ENV, *CORE_ENVS):
+        if name in environ:
+            facts[name] = environ[name]
+    if inspect_enabled(environ):
         facts["warning"] = (f"${INSPECT_ENV}={environ[INSPECT_ENV]} is set: the Neuron SDK says it must not be set "
                             "together with torch.profiler; unset it and profile again")
     return facts

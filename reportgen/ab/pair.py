@@ -1,0 +1,128 @@
+"""What an A/B pair measured and concluded: each side's report, each variant's outcome, the rounds, the result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from reportgen.ab.settings import AbSettings, method_text
+from reportgen.analysis.paired import AbVerdict, PairStats, overall_verdict
+from reportgen.errors import ExitCode
+
+SIDES = ("base", "head")
+
+
+class VariantKind(str, Enum):
+    """What happened to one variant in the pair."""
+
+    MEASURED = "measured"
+    NEW = "new"  # only in head
+    REMOVED = "removed"  # only in base
+    BROKEN_IN_HEAD = "broken in head"  # OK in base, failed or incorrect in head: counts as a regression
+    FAILED_IN_BASE = "failed in base"  # not OK in base, so not compared
+    FAILED_BOTH = "failed on both sides"
+
+
+@dataclass(frozen=True)
+class SideReport:
+    """One side as loaded and warmed; ``error``/``error_stage`` set when it failed."""
+
+    side: str
+    scenario_name: str | None = None
+    scenario_description: str = ""
+    device: str | None = None
+    time_basis: str | None = None
+    environment: dict[str, Any] | None = None
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # warm replies per variant
+    declared: tuple[str, ...] = ()
+    default_shape: tuple[int, ...] = ()
+    default_dtype: str = "float32"
+    dtypes: tuple[str, ...] = ()
+    descriptions: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)  # the scenario parameters the side measured with, shown
+    error: str | None = None
+    error_stage: str | None = None
+
+
+@dataclass(frozen=True)
+class VariantPair:
+    """One variant's outcome; ``stats`` only for MEASURED."""
+
+    name: str
+    kind: VariantKind
+    stats: PairStats | None = None
+    base_error: str | None = None
+    head_error: str | None = None
+    calls_per_sample: int | None = None
+
+    @property
+    def verdict(self) -> AbVerdict | None:
+        if self.kind is VariantKind.BROKEN_IN_HEAD:
+            return AbVerdict.REGRESSION
+        return self.stats.verdict if self.stats else None
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One counted round: its session (pair of worker processes), which side went first and every block of
+    samples (µs) per side and variant. ``index`` counts the rounds inside the session."""
+
+    index: int
+    first_side: str
+    samples_us: dict[str, dict[str, tuple[float, ...]]]  # side -> variant -> samples
+    session: int = 0
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """Everything a pair measured and concluded."""
+
+    settings: AbSettings
+    base: SideReport
+    head: SideReport
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    variants: tuple[VariantPair, ...]
+    rounds: tuple[RoundRecord, ...]
+    stop_reason: str  # "decided", "time budget", "max sessions", "not measured"
+    rounds_s: float
+    warm_s: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def method(self) -> str:
+        """The method in words, with this pair's own block settings."""
+        s = self.settings
+        return method_text(s.samples_per_block, s.discard_per_block, s.clock, s.huge_pages)
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions (pairs of worker processes) measured rounds."""
+        return session_count(self.rounds)
+
+    @property
+    def failed_sides(self) -> tuple[SideReport, ...]:
+        return tuple(s for s in (self.base, self.head) if s.error is not None)
+
+    @property
+    def verdict(self) -> AbVerdict:
+        return overall_verdict([v.verdict for v in self.variants if v.verdict is not None])
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """3 a side failed to load or warm; 1 regression; 7 still inconclusive after the budget; else 0."""
+        if self.failed_sides:
+            return ExitCode.BAD_INPUT
+        verdict = self.verdict
+        if verdict is AbVerdict.REGRESSION:
+            return ExitCode.REGRESSION
+        if verdict is AbVerdict.INCONCLUSIVE:
+            return ExitCode.INCONCLUSIVE
+        return ExitCode.OK
+
+
+def session_count(rounds: Sequence[RoundRecord]) -> int:
+    """How many sessions the rounds came from."""
+    return len({r.session for r in rounds})

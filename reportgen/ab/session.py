@@ -1,0 +1,178 @@
+"""One session's conversation with its pair of workers: load both sides, warm each, then the rounds in ABBA order.
+
+A session is one fresh pair of worker processes (see ``coordinator``). Workers are anything with
+``send``/``receive``/``close`` (``process.ProcessWorker`` for real; tests pass deterministic fakes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+from reportgen.ab.pair import SIDES, RoundRecord, SideReport
+from reportgen.ab.settings import AbSettings
+from reportgen.errors import ReportgenError, UsageError
+
+PRIMING_ROUNDS = 1
+
+
+class Worker(Protocol):
+    """One side's worker: JSON-able commands in, one reply per command out."""
+
+    def send(self, msg: dict[str, Any]) -> None: ...
+
+    def receive(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+Spawn = Callable[[], dict[str, Worker]]
+"""Makes one session's workers: side -> a fresh worker."""
+
+
+class SideFailed(ReportgenError):
+    """A worker died or failed after both sides were warm (mid-rounds): the pair has no verdict."""
+
+
+class WorkerFailed(Exception):
+    """A worker answered with an error or died; ``stage`` is the command it failed in."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage, self.message = stage, message
+
+
+class Session:
+    """One session's workers, closed on the way out whatever happened."""
+
+    def __init__(self, spawn: Spawn) -> None:
+        self.workers = spawn()
+
+    def __enter__(self) -> dict[str, Worker]:
+        return self.workers
+
+    def __exit__(self, *_exc: object) -> None:
+        for w in self.workers.values():  # both told first: the processes exit (tear torch down) side by side
+            try:
+                w.send({"cmd": "quit"})
+            except WorkerFailed:
+                pass
+        for w in self.workers.values():
+            w.close()
+
+
+def side_order(index: int) -> tuple[str, str]:
+    """ABBA over pairs of rounds: base first in even rounds, head first in odd ones (docs/ab-testing.md).
+
+    Not ``profile.timing.round_order``: that one rotates any number of variants through every position
+    (AB BA BA AB for two); a pair alternates every round, the schedule its benchmarks were measured with.
+    """
+    return SIDES if index % 2 == 0 else (SIDES[1], SIDES[0])
+
+
+def _request(worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
+    worker.send(msg)
+    return _reply(worker, msg["cmd"])
+
+
+def _reply(worker: Worker, stage: str) -> dict[str, Any]:
+    reply = worker.receive()
+    if reply.get("event") == "error":
+        raise WorkerFailed(str(reply.get("stage") or stage), str(reply.get("message", "unknown error")))
+    return reply
+
+
+def load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
+              settings: AbSettings) -> dict[str, SideReport]:
+    """Send ``load`` to both, then read both: imports and set-up overlap."""
+    sent: dict[str, WorkerFailed | None] = {}
+    for side in SIDES:
+        try:
+            workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device,
+                                 "threads": settings.threads, "clock": settings.clock})
+            sent[side] = None
+        except WorkerFailed as exc:
+            sent[side] = exc
+    out: dict[str, SideReport] = {}
+    for side in SIDES:
+        try:
+            failure = sent[side]
+            if failure is not None:
+                raise failure
+            out[side] = _side_report(side, _reply(workers[side], "load"))
+        except WorkerFailed as exc:
+            out[side] = SideReport(side, error=exc.message, error_stage=exc.stage)
+    _check_devices(out, settings)
+    return out
+
+
+def _check_devices(loaded: dict[str, SideReport], settings: AbSettings) -> None:
+    """Both sides on one device, and the CPU-only settings only where that device is the CPU."""
+    devices = {s.device for s in loaded.values() if s.error is None}
+    if len(devices) > 1:
+        raise UsageError(f"device: the two sides chose different devices "
+                         f"({', '.join(sorted(str(d) for d in devices))}); choose one", field="device")
+    off_cpu = sorted(str(d) for d in devices - {"cpu"})
+    if settings.clock == "cpu" and off_cpu:
+        raise UsageError(f"clock cpu: times work on the CPU, but this pair runs on {off_cpu[0]}; use --clock wall "
+                         "(or --device cpu)", field="clock")
+    if settings.huge_pages and off_cpu:
+        raise UsageError(f"huge_pages: changes torch's CPU allocations, but this pair runs on {off_cpu[0]}; drop it "
+                         "(or --device cpu)", field="huge_pages")
+
+
+def _side_report(side: str, reply: dict[str, Any]) -> SideReport:
+    sc = reply["scenario"]
+    return SideReport(
+        side, scenario_name=sc["name"], scenario_description=sc["description"], device=reply["device"],
+        time_basis=reply.get("time_basis"), environment=reply.get("environment"),
+        declared=tuple(v["name"] for v in sc["variants"]),
+        default_shape=tuple(int(d) for d in sc["default_shape"]), default_dtype=sc["default_dtype"],
+        dtypes=tuple(sc.get("dtypes", ())),
+        descriptions={v["name"]: v["description"] for v in sc["variants"]},
+    )
+
+
+def warm(worker: Worker, report: SideReport, shape: tuple[int, ...], dtype: str, wanted: list[str],
+         settings: AbSettings, brief: bool = False) -> SideReport:
+    """Make the inputs, compile, check and warm ``wanted``; ``brief`` (later sessions): the fixed warm-up calls only,
+    no calibration (the first session's calls per sample are kept; the priming round follows anyway)."""
+    if dtype not in report.dtypes:
+        return _replace(report, error_stage="warm", error=f"scenario {report.scenario_name!r} declares no tolerance "
+                        f"for dtype {dtype}; it has {', '.join(report.dtypes) or 'none'}")
+    try:
+        reply = _request(worker, {"cmd": "warm", "shape": list(shape), "dtype": dtype, "seed": settings.seed,
+                                  "variants": wanted, "warmup": settings.warmup, "brief": brief,
+                                  "params": dict(settings.params), "param_defaults": dict(settings.param_defaults)})
+    except WorkerFailed as exc:
+        return _replace(report, error=exc.message, error_stage=exc.stage)
+    return _replace(report, variants=dict(reply["variants"]), params=dict(reply.get("params") or {}))
+
+
+def _replace(report: SideReport, **changes: Any) -> SideReport:
+    return replace(report, **changes)
+
+
+def session_rounds(workers: dict[str, Worker], calls: dict[str, int], settings: AbSettings,
+                   session: int) -> tuple[RoundRecord, ...]:
+    """One priming round (after the other side's warm-up, caches and clocks settle: not recorded), then the
+    session's rounds in ABBA order."""
+    block = {"cmd": "block", "samples": settings.samples_per_block, "discard": settings.discard_per_block,
+             "calls": calls}
+    for _ in range(PRIMING_ROUNDS):
+        _one_round(workers, block, session, 0)
+    return tuple(_one_round(workers, block, session, i) for i in range(settings.rounds_per_session))
+
+
+def _one_round(workers: dict[str, Worker], block: dict[str, Any], session: int, index: int) -> RoundRecord:
+    samples: dict[str, dict[str, tuple[float, ...]]] = {}
+    order = side_order(index)
+    for side in order:
+        try:
+            reply = _request(workers[side], block)
+        except WorkerFailed as exc:
+            raise SideFailed(f"the {side} worker failed in session {session + 1}, round {index + 1}: "
+                             f"{exc.message}") from None
+        samples[side] = {name: tuple(float(x) for x in values) for name, values in reply["samples_us"].items()}
+    return RoundRecord(index, order[0], samples, session)

@@ -1,0 +1,164 @@
+"""Writing bundles: each into a hidden temporary folder, made durable, then renamed into place, never overwritten.
+
+A store is a folder of run folders: ``<store>/<run_id>/run.json`` plus traces and
+artifacts. A bundle is written into a hidden temporary folder and renamed into place,
+so a crash never leaves a partial run; once written it is never modified.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from reportgen.errors import BundleError, ConflictError
+from reportgen.model.run import Run
+from reportgen.store.layout import RUN_FILE, is_safe_relpath, is_valid_run_id, slug
+from reportgen.store.runjson import parse_run_json, run_to_json
+
+TMP_PREFIX = ".tmp-"
+
+
+class StoreWriteError(BundleError):
+    """A folder or file cannot be written (disk full, read-only, not a folder): ``path`` and ``reason`` say which."""
+
+    def __init__(self, path: Path | str, reason: str, fix: str = "choose another folder") -> None:
+        self.path, self.reason = str(path), reason
+        super().__init__(f"{path}: cannot write ({reason}); {fix}")
+
+
+def cannot_write(exc: OSError, where: Path | str) -> StoreWriteError:
+    """The one-line error for an OSError met while writing under ``where`` (the file it names, if any)."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return StoreWriteError(exc.filename if exc.filename else where, exc.strerror or type(exc).__name__,
+                           "free some space or choose another folder" if full else "choose another folder")
+
+
+def check_store(store: Path) -> None:
+    """Refuse a store path that exists but is not a folder (before any work is done)."""
+    if store.exists() and not store.is_dir():
+        raise BundleError(f"{store}: is not a folder; pass --store a results folder")
+
+
+def write_bundle(store: Path, run: Run, files: Mapping[str, Path | bytes]) -> Path:
+    """Write ``run`` and its files as a new bundle atomically; refuse to overwrite an existing run.
+
+    ``files`` maps bundle-relative paths to source files (copied) or bytes.
+    """
+    if not is_valid_run_id(run.run_id):
+        raise BundleError(f"run id {run.run_id!r} is not a safe folder name")
+    text = checked_run_json(run, store / run.run_id / RUN_FILE)
+    check_store(store)
+    try:
+        return _write_bundle_files(store, run, files, text)
+    except OSError as exc:
+        raise cannot_write(exc, store) from None
+
+
+def checked_run_json(run: Run, source: Path | str) -> str:
+    """``run.json`` text for ``run``, refused unless the loader accepts it: whatever is stored must load."""
+    try:
+        text = run_to_json(run)
+    except ValueError as exc:
+        raise BundleError(f"{source}: {exc}; the run was not stored") from None
+    try:
+        parse_run_json(text, source)
+    except BundleError as exc:
+        raise BundleError(f"{exc.message}; the run was not stored") from None
+    return text
+
+
+def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes], text: str) -> Path:
+    store.mkdir(parents=True, exist_ok=True)
+    final = store / run.run_id
+    if final.exists():
+        raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten")
+    remove_stale_temp_dirs(store)
+    tmp = make_temp_dir(store, run.run_id[:40])
+    try:
+        for rel, content in sorted(files.items()):
+            _write_member(tmp, rel, content)
+        _write_member(tmp, RUN_FILE, text.encode("utf-8"))
+        os.chmod(tmp, 0o755)
+        _fsync_dir(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+            raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten") from None
+        _fsync_dir(store)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def temp_owner_tag() -> str:
+    """``<host>-p<pid>``: put in a temporary folder's name so a later run can tell when its maker is gone."""
+    return f"{slug(socket.gethostname(), 30)}-p{os.getpid()}"
+
+
+def make_temp_dir(folder: Path, tag: str, prefix: str = TMP_PREFIX) -> Path:
+    """A hidden temporary folder in ``folder`` named ``<prefix><host>-p<pid>-<tag>-XXXX`` (see remove_stale_temp_dirs)."""
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{temp_owner_tag()}-{slug(tag, 40) or 'x'}-", dir=folder))
+
+
+def remove_stale_temp_dirs(folder: Path, prefix: str = TMP_PREFIX, dry_run: bool = False) -> list[Path]:
+    """Delete the temporary folders in ``folder`` left by a killed reportgen on this host (its pid is gone).
+
+    Only names made by make_temp_dir with ``prefix`` are considered; a folder of a live process, of another
+    host (a shared store), or of unknown shape is left alone. Returns the stale folders (only listed if dry_run).
+    """
+    own = f"{prefix}{temp_owner_tag().rsplit('-p', 1)[0]}-p"
+    removed = []
+    for p in sorted(folder.iterdir()) if folder.is_dir() else []:
+        pid = p.name[len(own):].split("-", 1)[0] if p.name.startswith(own) else ""
+        if not pid.isdigit() or p.is_symlink() or not p.is_dir():
+            continue
+        if not _pid_alive(int(pid)):
+            if not dry_run:
+                shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    """True when a process with this id exists on this host (a reused pid errs on the side of keeping)."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _write_member(root: Path, rel: str, content: Path | bytes) -> None:
+    if not is_safe_relpath(rel):
+        raise BundleError(f"bundle member path {rel!r} is not a safe relative path")
+    dest = root / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        with open(dest, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+    else:
+        shutil.copyfile(content, dest)
+        with open(dest, "rb") as fh:  # durable before the rename publishes the bundle, like the bytes above
+            os.fsync(fh.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

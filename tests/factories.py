@@ -117,11 +117,11 @@ def write_synthetic(store: Path, run: Run) -> Path:
 
 
 def fail_in_round(monkeypatch: Any, fn: Any, round_no: int) -> dict[str, int]:
-    """Make ``timing._samples`` raise "out of memory (simulated)" on ``fn``'s ``round_no``-th block (deterministic,
+    """Make ``timing.time_samples`` raise "out of memory (simulated)" on ``fn``'s ``round_no``-th block (deterministic,
     no timing); the other blocks run for real. Returns the counter of ``fn``'s blocks."""
     from reportgen.profile import timing
 
-    real_samples, blocks = timing._samples, {"blocks": 0}
+    real_samples, blocks = timing.time_samples, {"blocks": 0}
 
     def samples(backend, f, args, n, calls):  # type: ignore[no-untyped-def]
         if f is fn:
@@ -130,5 +130,5 @@ def fail_in_round(monkeypatch: Any, fn: Any, round_no: int) -> dict[str, int]:
                 raise RuntimeError("out of memory (simulated)")
         return real_samples(backend, f, args, n, calls)
 
-    monkeypatch.setattr(timing, "_samples", samples)
+    monkeypatch.setattr(timing, "time_samples", samples)
     return blocks

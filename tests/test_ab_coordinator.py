@@ -62,6 +62,7 @@ class FakeWorker:
     die_at_block: int | None = None
     default_shape: tuple[int, ...] = (4, 8)
     device: str = "cpu"
+    cache_flush_bytes: int = 0  # what the real worker's backend flushes per timed call (CUDA: 256 MiB or 2x L2)
     blocks: int = 0
     pending: dict[str, Any] | None = None
     closed: bool = False
@@ -82,7 +83,8 @@ class FakeWorker:
         if self.load_error:
             return {"event": "error", "stage": "load", "message": self.load_error}
         variants = [{"name": n, "description": f"{n} on {self.side}", "compile": False} for n in self.times_us]
-        return {"event": "loaded", "device": self.device, "time_basis": "cpu", "environment": ENV,
+        return {"event": "loaded", "device": self.device, "time_basis": "cpu" if self.device == "cpu" else "device",
+                "cache_flush_bytes": self.cache_flush_bytes, "environment": ENV,
                 "scenario": {"name": "tiny", "description": "a tiny scenario", "default_shape": list(self.default_shape),
                              "default_dtype": "float32", "dtypes": ["float32"], "variants": variants}}
 
@@ -363,6 +365,22 @@ def test_huge_pages_are_named_in_the_method_and_the_stored_runs_and_refused_off_
         pair({"naive": 1.0}, {"naive": 1.0}, replace(TWO_ROUNDS, huge_pages=True), device="cuda", base_device="cuda")
     assert info.value.as_flag_message() == ("--huge-pages: changes torch's CPU allocations, but this pair runs on "
                                             "cuda; drop it (or --device cpu)")
+
+
+def test_a_flushed_device_pair_records_its_flush_and_its_clock(tmp_path: Path) -> None:
+    """On CUDA each sample is one call after a cache flush, timed by CUDA events: the method and both stored runs
+    say so (they used to store the calibrated calls per sample and no flush)."""
+    flush = 256 * 1024 * 1024
+    result = pair({"naive": 100.0}, {"naive": 100.0}, TWO_ROUNDS, device="cuda", base_device="cuda",
+                  cache_flush_bytes=flush, base_cache_flush_bytes=flush).result
+    assert result.method.startswith("samples timed by the device's own clock (events around each call); each sample "
+                                    "one call after 256 MiB written to flush the device cache (outside the timing); "
+                                    "median of each side's block")
+    for run_id in store_pair(result, COMMITS, tmp_path).values():
+        run = load_run(tmp_path / run_id)
+        assert run.settings is not None and run.settings.cache_flush_bytes == flush
+        assert run.ab is not None and run.ab.method == result.method
+    assert "flush" not in pair({"naive": 1.0}, {"naive": 1.0}, TWO_ROUNDS).result.method
 
 
 def test_differing_default_shapes_use_base_and_say_so() -> None:

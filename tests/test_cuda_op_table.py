@@ -109,25 +109,27 @@ def _cuda_profile_events() -> Any:
     def event(i: int, name: str, start: float, end: float, device: DeviceType = DeviceType.CPU,
               annotation: bool = False) -> FunctionEvent:
         return FunctionEvent(i, name, thread=1, start_us=start, end_us=end, use_device="cuda", device_type=device,
-                             is_user_annotation=annotation)
+                             is_user_annotation=annotation, input_shapes=[], stack=[])
 
     composite = event(1, "aten::rms_norm", 0.0, 100.0)
     child = event(2, "aten::mul", 10.0, 40.0)
-    composite.append_cpu_child(child)
-    child.cpu_parent = composite
     for k, dur in enumerate((16.0, 24.0)):
         child.append_kernel(f"mul_kernel_{k}", 0, dur)
     kernels = [event(3, "mul_kernel_0", 50.0, 66.0, DeviceType.CUDA), event(4, "mul_kernel_1", 70.0, 94.0, DeviceType.CUDA)]
     annotation = event(5, "ProfilerStep#0", 48.0, 96.0, DeviceType.CUDA, annotation=True)
-    return EventList([composite, child, *kernels, annotation], use_device="cuda")
+    events = EventList([composite, child, *kernels, annotation], use_device="cuda")
+    events._build_tree()  # what torch.profiler does before key_averages: nests the host ops by time
+    return events
 
 
 class _Prof:
+    """torch.profiler.profile's key_averages over a prepared EventList."""
+
     def __init__(self, events: Any) -> None:
         self.events = events
 
     def key_averages(self, group_by_input_shape: bool = False) -> Any:
-        return self.events.key_averages(group_by_input_shape=group_by_input_shape)
+        return self.events.key_averages(group_by_input_shapes=group_by_input_shape)  # as torch.profiler.profile does
 
 
 def test_profiled_op_rows_count_each_kernel_once_as_pytorchs_own_table_does() -> None:

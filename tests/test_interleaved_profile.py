@@ -48,7 +48,7 @@ def test_samples_are_taken_in_rounds_of_every_variant(tmp_path: Path, monkeypatc
         taken.append((names[fn], n))
         return [1.0] * n
 
-    monkeypatch.setattr(timing, "_samples", fake_samples)
+    monkeypatch.setattr(timing, "time_samples", fake_samples)
     variants = []
     for name in ("a", "b"):
         def fn(x: torch.Tensor) -> torch.Tensor:
@@ -123,10 +123,10 @@ def test_a_profile_whose_trace_has_a_device_lane_gets_the_breakdown_an_import_ge
 
 
 def test_a_sample_is_timed_by_the_clock_it_is_given() -> None:
-    """``_samples`` reads the clock it is handed (the A/B worker's CPU time) once before and once after each
+    """``time_samples`` reads the clock it is handed (the A/B worker's CPU time) once before and once after each
     sample's calls, and divides by the calls."""
     readings = iter([0, 4_000, 10_000, 16_000])  # nanoseconds
     calls: list[int] = []
     args = timing.CallArgs((torch.ones(4),), fresh=False)
-    samples = timing._samples(CpuBackend(), lambda x: calls.append(1), args, 2, 2, clock=lambda: next(readings))
+    samples = timing.time_samples(CpuBackend(), lambda x: calls.append(1), args, 2, 2, clock=lambda: next(readings))
     assert samples == [2.0, 3.0] and len(calls) == 4  # µs per call: 4,000 ns / 2 calls, 6,000 ns / 2 calls

@@ -518,3 +518,14 @@ def test_each_variant_states_its_own_calls_per_sample(tmp_path: Path) -> None:
     assert "(n = 30 samples × 62 call(s)," in html and "(n = 30 samples × 1 call(s)," in html
     assert "(n = 30 samples × 62 call(s)," in md
     assert "each of N calls, N calibrated per variant so a sample lasts ≥ 2 ms" in html
+
+
+def test_a_flushed_run_says_its_profiled_steps_ran_with_a_warm_cache(tmp_path: Path) -> None:
+    run = synthetic_run()
+    run = replace(run, settings=replace(run.settings, cache_flush_bytes=256 * 1024 * 1024))
+    write_synthetic(tmp_path / "store", run)
+    site.build_site(tmp_path / "store", tmp_path / "site", "/")
+    page = tmp_path / "site" / "runs" / run.run_id
+    for text in ((page / "index.html").read_text(), (page / "report.md").read_text()):
+        assert "the device cache flushed before every timed call (256.0 MiB written, outside the timing)" in text
+        assert "the profiled steps (op table, timeline) are not flushed: they run with a warm cache" in text

@@ -107,13 +107,13 @@ def test_a_fraction_over_one_is_never_printed_as_a_percentage() -> None:
 # The sweep analysis
 
 
-def _samples(median_us: float, n: int = 13) -> tuple[float, ...]:
+def spread_samples(median_us: float, n: int = 13) -> tuple[float, ...]:
     return tuple(median_us * (1 + 0.01 * (i - n // 2) / n) for i in range(n))
 
 
 def _point(shape: tuple[int, ...], times: dict[str, float], error: str | None = None) -> SweepPoint:
     rows, hidden = shape
-    samples = tuple(SweepSample(n, VariantStatus.OK, _samples(t), 1, True) for n, t in times.items())
+    samples = tuple(SweepSample(n, VariantStatus.OK, spread_samples(t), 1, True) for n, t in times.items())
     return SweepPoint(shape, (2 * rows * hidden + hidden) * 4, 4 * rows * hidden, samples=() if error else samples,
                       rounds=0 if error else 4, error=error)
 
@@ -343,13 +343,13 @@ def test_a_flushing_device_times_one_call_per_sample_each_after_a_flush() -> Non
     import torch
 
     from reportgen.profile.sweep import SweepPlan, measure_point
-    from reportgen.profile.timing import CallArgs, _samples, calls_per_sample
+    from reportgen.profile.timing import CallArgs, calls_per_sample, time_samples
 
     backend = _FlushingCpu()
     calls: list[int] = []
     args = CallArgs((torch.ones(4),))
     assert calls_per_sample(backend, lambda x: calls.append(1), args, 50, 2000.0, False) == 1
-    assert _samples(backend, lambda x: calls.append(1), args, 5, 1) == [7.0] * 5
+    assert time_samples(backend, lambda x: calls.append(1), args, 5, 1) == [7.0] * 5
     assert backend.events == ["flush", "call"] * 5 and len(calls) == 5
 
     sc = load_scenario("rmsnorm")
@@ -537,3 +537,15 @@ def test_a_variant_failing_in_a_sweep_round_is_failed_at_that_shape_and_the_othe
     assert bad.variant == "flaky" and bad.status is VariantStatus.FAILED and bad.samples_us == ()
     assert "out of memory (simulated)" in (bad.error or "") and blocks["blocks"] == 2  # left out of rounds 3 and 4
     assert any(m.startswith("shape 2,64: flaky: FAILED: RuntimeError: out of memory") for m in messages)
+
+
+def test_an_ab_worker_on_a_flushing_device_reports_one_call_per_sample() -> None:
+    """The A/B worker's warm reply says what its blocks do: one flushed call per sample, not a calibrated count."""
+    from reportgen.ab import worker
+    from reportgen.scenario.loader import load_scenario
+
+    state = worker._State(scenario=load_scenario("rmsnorm"), backend=_FlushingCpu())
+    reply = worker._warm(state, {"shape": [2, 16], "dtype": "float32", "variants": ["naive"], "warmup": 1,
+                                 "seed": 0})  # the worker's own message, as the coordinator sends it
+    assert reply["variants"]["naive"]["status"] == "ok"
+    assert reply["variants"]["naive"]["calls_per_sample"] == 1

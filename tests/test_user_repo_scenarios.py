@@ -69,11 +69,11 @@ def test_inplace_clones_are_made_before_each_sample_starts(monkeypatch: pytest.M
 
     monkeypatch.setattr(timing, "clone_args", lambda a: events.append("clone") or a)
     args = timing.CallArgs((torch.zeros(1),), fresh=True)
-    timing._samples(Backend(), lambda *_: events.append("call"), args, n=2, calls=3)  # type: ignore[arg-type]
+    timing.time_samples(Backend(), lambda *_: events.append("call"), args, n=2, calls=3)  # type: ignore[arg-type]
     assert events == ["clone"] * 3 + ["sync"] + ["call"] * 3 + ["sync"] + ["clone"] * 3 + ["sync"] + ["call"] * 3 \
         + ["sync"]
     events.clear()
-    timing._samples(Backend(), lambda *_: events.append("call"), timing.CallArgs((1,)), n=1, calls=2)  # type: ignore[arg-type]
+    timing.time_samples(Backend(), lambda *_: events.append("call"), timing.CallArgs((1,)), n=1, calls=2)  # type: ignore[arg-type]
     assert events == ["sync", "call", "call", "sync"]  # not in place: no copies at all
 
 

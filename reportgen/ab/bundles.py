@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reportgen.ab.pair import SIDES, PairResult, SideReport, VariantKind
 from reportgen.ab.settings import HUGE_PAGES_TEXT, AbSettings
+from reportgen.analysis.stats import median_or_none
 from reportgen.model.codec import from_jsonable
 from reportgen.model.run import (
     AbInfo,
@@ -75,14 +76,15 @@ def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git
                               {"shape": shape, "dtype": result.dtype or "", "seed": str(s.seed), **report.params}),
         variants=tuple(_variant_result(report, name, rounds, measured) for name in report.variants),
         settings=MeasureSettings(warmup_iters=s.warmup, samples=len(result.rounds) * s.samples_per_block,
-                                 calls_per_sample=0, profile_wait=0, profile_warmup=0, profile_active=0)))
+                                 calls_per_sample=0, profile_wait=0, profile_warmup=0, profile_active=0,
+                                 cache_flush_bytes=report.cache_flush_bytes)))
     return dataclasses.replace(run, ab=AbInfo(pair_id, side, "", result.method, s.threshold_pct, rounds))
 
 
 def _variant_result(report: SideReport, name: str, rounds: tuple[AbRound, ...], measured: list[str]) -> VariantResult:
     w = report.variants[name]
     samples = tuple(x for r in rounds for rs in r.samples if rs.variant == name for x in rs.samples_us)
-    median = sorted(samples)[len(samples) // 2] if samples else None
+    median = median_or_none(samples)
     first = w.get("first_call_us")
     correctness = from_jsonable(Correctness, w["correctness"], "worker") if w.get("correctness") else None
     return VariantResult(

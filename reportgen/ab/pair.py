@@ -34,6 +34,8 @@ class SideReport:
     scenario_description: str = ""
     device: str | None = None
     time_basis: str | None = None
+    cache_flush_bytes: int = 0
+    """Bytes the side's device writes to flush its cache before each timed call (CUDA: the L2); 0: none."""
     environment: dict[str, Any] | None = None
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # warm replies per variant
     declared: tuple[str, ...] = ()
@@ -95,7 +97,9 @@ class PairResult:
     def method(self) -> str:
         """The method in words, with this pair's own block settings."""
         s = self.settings
-        return method_text(s.samples_per_block, s.discard_per_block, s.clock, s.huge_pages)
+        device = self.base if self.base.error is None else self.head
+        return method_text(s.samples_per_block, s.discard_per_block, s.clock, s.huge_pages,
+                           device.cache_flush_bytes, device.time_basis == "device")
 
     @property
     def sessions(self) -> int:

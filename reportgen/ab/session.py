@@ -126,7 +126,8 @@ def _side_report(side: str, reply: dict[str, Any]) -> SideReport:
     sc = reply["scenario"]
     return SideReport(
         side, scenario_name=sc["name"], scenario_description=sc["description"], device=reply["device"],
-        time_basis=reply.get("time_basis"), environment=reply.get("environment"),
+        time_basis=reply.get("time_basis"), cache_flush_bytes=int(reply.get("cache_flush_bytes") or 0),
+        environment=reply.get("environment"),
         declared=tuple(v["name"] for v in sc["variants"]),
         default_shape=tuple(int(d) for d in sc["default_shape"]), default_dtype=sc["default_dtype"],
         dtypes=tuple(sc.get("dtypes", ())),

@@ -76,15 +76,19 @@ class AbSettings:
             raise UsageError(f"samples {self.samples_per_block}: must be at least 1", field="samples")
 
 
-def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False) -> str:
+def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False,
+                cache_flush_bytes: int = 0, device_clock: bool = False) -> str:
     """How a pair measured with these block settings is judged, in words (stored with the runs, shown in the comment)."""
     untimed = f" after {discard_per_block} untimed" if discard_per_block else ""
     noun = "sample" if samples_per_block == 1 else "samples"
     timed = ("samples timed by each worker's CPU time (user + system, all its threads), not the wall clock; "
              if clock == "cpu" else "")
+    flushed = (f"each sample one call after {cache_flush_bytes / 2**20:.0f} MiB written to flush the device cache "
+               "(outside the timing); " if cache_flush_bytes else "")
+    device = "samples timed by the device's own clock (events around each call); " if device_clock else ""
     huge = ("torch's large CPU allocations in transparent huge pages in both workers "
             f"({HUGE_PAGES_TEXT}); " if huge_pages else "")
-    return (f"{timed}{huge}median of each side's block of {samples_per_block} {noun}{untimed} per variant per round, ratio "
-            "head/base per round, rounds in ABBA order; each session (a fresh pair of worker processes) gives the "
-            "median of its rounds' ratios; Wilcoxon signed-rank 95 % interval (Hodges-Lehmann, exact null "
-            "distribution) for the centre of the logs of the sessions' ratios")
+    return (f"{timed}{device}{flushed}{huge}median of each side's block of {samples_per_block} {noun}{untimed} "
+            "per variant per round, ratio head/base per round, rounds in ABBA order; each session (a fresh pair of "
+            "worker processes) gives the median of its rounds' ratios; Wilcoxon signed-rank 95 % interval "
+            "(Hodges-Lehmann, exact null distribution) for the centre of the logs of the sessions' ratios")

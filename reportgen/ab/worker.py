@@ -40,8 +40,8 @@ from reportgen.devices.host import fingerprint
 from reportgen.errors import ReportgenError
 from reportgen.model.codec import to_jsonable
 from reportgen.profile.correctness import check_correctness
-from reportgen.profile.measure import _one_line, _release_compile_workers
-from reportgen.profile.timing import CallArgs, _calibrate, _samples, _timed_call, _warm_up
+from reportgen.profile.measure import one_line, release_compile_workers
+from reportgen.profile.timing import CallArgs, calls_per_sample, time_samples, timed_call, warm_up
 from reportgen.scenario.loader import Scenario, Variant, load_scenario, scenario_files
 
 MIN_SAMPLE_US = 2000.0
@@ -118,6 +118,7 @@ def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
         },
         "device": backend.kind.value,
         "time_basis": backend.time_basis.value,
+        "cache_flush_bytes": backend.cache_flush_bytes(),
         "environment": to_jsonable(env),
     }
 
@@ -151,19 +152,19 @@ def _warm_variant(state: _State, variant: Variant, reference: Any, sc: Scenario,
     try:
         fn = backend.compile(variant.fn) if variant.compile else variant.fn
         call_args = CallArgs(state.args, fresh=variant.inplace)  # an in-place variant gets fresh inputs per call
-        first_us, result = _timed_call(backend, fn, call_args.one())
+        first_us, result = timed_call(backend, fn, call_args.one())
         correctness = check_correctness(result, reference, sc.tolerances[msg["dtype"]])
         if variant.compile:
-            _release_compile_workers()
+            release_compile_workers()
         with torch.no_grad():
             if msg.get("brief"):
-                _warm_up(backend, fn, call_args, int(msg.get("warmup", 3)), budget_s=0.0)
+                warm_up(backend, fn, call_args, int(msg.get("warmup", 3)), budget_s=0.0)
                 calls = None
             else:
-                _warm_up(backend, fn, call_args, int(msg.get("warmup", 3)))
-                calls = _calibrate(backend, fn, call_args, MIN_SAMPLE_US)
+                warm_up(backend, fn, call_args, int(msg.get("warmup", 3)))
+                calls = calls_per_sample(backend, fn, call_args, None, MIN_SAMPLE_US, variant.inplace)
     except Exception as exc:  # the user's variant: its failure is reported, the others go on
-        return {"status": "failed", "error": _one_line(exc)}
+        return {"status": "failed", "error": one_line(exc)}
     state.fns[variant.name] = fn
     state.call_args[variant.name] = call_args
     status = "ok" if correctness.passed else "incorrect"
@@ -180,7 +181,7 @@ def _block(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, list[float]] = {}
     with torch.no_grad():
         for name, calls in msg["calls"].items():
-            out[name] = _samples(backend, state.fns[name], state.call_args[name], discard + n, int(calls),
+            out[name] = time_samples(backend, state.fns[name], state.call_args[name], discard + n, int(calls),
                                  clock=state.clock)[discard:]
     return {"event": "block", "samples_us": out}
 
@@ -202,7 +203,7 @@ def serve(stdin: TextIO, proto: TextIO) -> int:
         except ReportgenError as exc:
             reply = {"event": "error", "stage": cmd, "message": exc.message}
         except Exception as exc:  # the user's scenario or package: one line naming what failed
-            reply = {"event": "error", "stage": cmd, "message": _one_line(exc)}
+            reply = {"event": "error", "stage": cmd, "message": one_line(exc)}
         proto.write(json.dumps(reply, allow_nan=False) + "\n")
         proto.flush()
         if reply["event"] == "error":

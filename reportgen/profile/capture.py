@@ -82,7 +82,13 @@ def _trace_counts(trace_file: Path | None, active: int
 
 
 def op_rows(prof: Any) -> tuple[OpRow, ...]:
-    """key_averages() rows grouped by op name (ProfilerStep annotations dropped), input shapes joined."""
+    """key_averages() rows of the host ops, grouped by op name (ProfilerStep annotations dropped), input shapes joined.
+
+    Device-side events are left out: torch keeps each kernel as a device-typed event of its own and also adds its
+    time to the host op that launched it, and GPU annotations are device-typed spans over those kernels; summing
+    every row would count a kernel two or three times. PyTorch's own table sums the kernels once; here each
+    kernel's time is on its launcher, as in an import of the same trace.
+    """
     shapes: dict[str, list[str]] = {}
     for avg in prof.key_averages(group_by_input_shape=True):
         text = str(avg.input_shapes) if avg.input_shapes else ""
@@ -90,7 +96,7 @@ def op_rows(prof: Any) -> tuple[OpRow, ...]:
             shapes[avg.key].append(text)
     rows = []
     for avg in prof.key_averages():
-        if avg.key.startswith(_STEP_PREFIX):
+        if avg.key.startswith(_STEP_PREFIX) or not _is_host(avg):
             continue
         rows.append(OpRow(
             name=avg.key,
@@ -102,3 +108,9 @@ def op_rows(prof: Any) -> tuple[OpRow, ...]:
             input_shapes="; ".join(shapes.get(avg.key, [])),
         ))
     return tuple(sorted(rows, key=lambda r: (-r.self_device_us, -r.self_cpu_us, r.name)))
+
+
+def _is_host(avg: Any) -> bool:
+    """True for a host (CPU-typed) row; the stand-ins' rows without a device type are host rows."""
+    device_type = getattr(avg, "device_type", None)
+    return device_type is None or getattr(device_type, "name", str(device_type)) == "CPU"

@@ -24,11 +24,11 @@ from reportgen.profile.correctness import check_correctness, describe_correctnes
 from reportgen.profile.timing import (
     CallArgs,
     Timed,
-    _timed_call,
-    _warm_up,
     calls_per_sample,
     interleaved_samples,
     round_blocks,
+    timed_call,
+    warm_up,
 )
 from reportgen.scenario.loader import Tolerance, Variant, where_in_scenario
 
@@ -157,7 +157,7 @@ def _guarded(ctx: MeasureContext, base: VariantResult, outcomes: Outcomes, step:
 
 def _record_failure(ctx: MeasureContext, base: VariantResult, exc: BaseException, outcomes: Outcomes) -> None:
     """The variant FAILED with ``exc`` as its one-line error (naming the scenario's line where it was raised)."""
-    error = _one_line(exc, ctx.inputs.source_file)
+    error = one_line(exc, ctx.inputs.source_file)
     ctx.progress(f"{base.name}: FAILED: {error}")
     outcomes[base.name] = VariantOutcome(dataclasses.replace(base, error=error))
 
@@ -170,15 +170,15 @@ def _prepare(ctx: MeasureContext, variant: Variant, work_dir: Path, base: Varian
     fn = backend.compile(variant.fn) if variant.compile else variant.fn
     args = CallArgs(inputs.args, fresh=variant.inplace)
     progress(f"{variant.name}: first call" + (" (compiling)" if variant.compile else ""))
-    first_us, out = _timed_call(backend, fn, args.one())
+    first_us, out = timed_call(backend, fn, args.one())
     correctness = check_correctness(out, inputs.reference, inputs.tolerance)
     bad_leaf = first_bad_leaf(out, inputs.reference, inputs.tolerance)
     del out
     progress(f"{variant.name}: warm-up x{settings.warmup}; correctness {describe_correctness(correctness, bad_leaf)}")
     if variant.compile:
-        _release_compile_workers()
+        release_compile_workers()
     with torch.no_grad():
-        warmed = _warm_up(backend, fn, args, settings.warmup)
+        warmed = warm_up(backend, fn, args, settings.warmup)
         if warmed > settings.warmup:
             progress(f"{variant.name}: timings settled after {warmed} warm-up calls")
         calls = calls_per_sample(backend, fn, args, settings.calls_per_sample, settings.min_sample_us, variant.inplace)
@@ -243,7 +243,7 @@ def _finish(ctx: MeasureContext, p: _Prepared) -> VariantOutcome:
     return VariantOutcome(result, capture.trace, [*capture.artifacts, *evidence.files])
 
 
-def _release_compile_workers() -> None:
+def release_compile_workers() -> None:
     """Stop inductor's compile-worker pool: right after a cold compile it keeps the CPU busy for seconds."""
     try:
         from torch._inductor.async_compile import shutdown_compile_workers
@@ -252,7 +252,7 @@ def _release_compile_workers() -> None:
     shutdown_compile_workers()
 
 
-def _one_line(exc: BaseException, source_file: str = "") -> str:
+def one_line(exc: BaseException, source_file: str = "") -> str:
     text = " ".join(f"{type(exc).__name__}: {exc}".split())
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 3] + "..."

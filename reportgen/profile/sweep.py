@@ -21,8 +21,8 @@ from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
 from reportgen.model.run import SweepPoint, SweepSample, VariantStatus
 from reportgen.profile.correctness import check_correctness
-from reportgen.profile.measure import Progress, VariantInputs, _one_line
-from reportgen.profile.timing import CallArgs, Timed, _timed_call, _warm_up, calls_per_sample, clone_args, interleaved_samples
+from reportgen.profile.measure import Progress, VariantInputs, one_line
+from reportgen.profile.timing import CallArgs, Timed, calls_per_sample, clone_args, interleaved_samples, timed_call, warm_up
 from reportgen.scenario.loader import Scenario, Variant, call_scenario
 
 SWEEP_ROUNDS = 4
@@ -70,7 +70,7 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
     except DeviceUnavailable:
         raise
     except (Exception, SystemExit) as exc:
-        return SweepPoint(shape, 0, 0, error=_one_line(exc, src))
+        return SweepPoint(shape, 0, 0, error=one_line(exc, src))
     point = SweepPoint(shape, bytes_per_call, flops_per_call)
     try:
         args = sc.make(shape, dtype, plan.seed, backend.torch_device(), plan.params)
@@ -78,7 +78,7 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
     except DeviceUnavailable:
         raise
     except (Exception, SystemExit) as exc:  # out of memory, a bug at this shape: the other points go on
-        error = _one_line(exc, src)
+        error = one_line(exc, src)
         progress(f"shape {_shape_text(shape)}: FAILED: {error}")
         return dataclasses.replace(point, error=error)
     inputs = VariantInputs(args, reference, sc.tolerances[plan.dtype], bytes_per_call, flops_per_call, src)
@@ -92,7 +92,7 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
             ready[variant.name] = outcome
 
     def failed(name: str, exc: BaseException) -> None:
-        error = _one_line(exc, src)
+        error = one_line(exc, src)
         progress(f"shape {_shape_text(shape)}: {name}: FAILED: {error}")
         results[name] = SweepSample(name, VariantStatus.FAILED, error=error)
 
@@ -123,16 +123,16 @@ def _prepare(backend: Backend, variant: Variant, fn: Callable[..., Any], inputs:
 
     call_args = CallArgs(inputs.args, fresh=variant.inplace)
     try:
-        _, out = _timed_call(backend, fn, call_args.one())
+        _, out = timed_call(backend, fn, call_args.one())
         passed = check_correctness(out, inputs.reference, inputs.tolerance).passed
         del out
         with torch.no_grad():
-            _warm_up(backend, fn, call_args, warmup, budget_s=SWEEP_WARMUP_BUDGET_S)
+            warm_up(backend, fn, call_args, warmup, budget_s=SWEEP_WARMUP_BUDGET_S)
             calls = calls_per_sample(backend, fn, call_args, None, SWEEP_MIN_SAMPLE_US, variant.inplace)
     except DeviceUnavailable:
         raise
     except (Exception, SystemExit) as exc:
-        return SweepSample(variant.name, VariantStatus.FAILED, error=_one_line(exc, inputs.source_file))
+        return SweepSample(variant.name, VariantStatus.FAILED, error=one_line(exc, inputs.source_file))
     return _Ready(Timed(fn, call_args, calls), passed)
 
 

@@ -94,7 +94,7 @@ def interleaved_samples(backend: Backend, timed: dict[str, Timed], blocks: Seque
             for name in round_order(list(live), r):
                 t = live[name]
                 try:
-                    out[name] += _samples(backend, t.fn, t.args, block, t.calls)
+                    out[name] += time_samples(backend, t.fn, t.args, block, t.calls)
                 except DeviceUnavailable:
                     raise
                 except (Exception, SystemExit) as exc:  # a variant's failure (OOM in a later round) ends only it
@@ -103,7 +103,7 @@ def interleaved_samples(backend: Backend, timed: dict[str, Timed], blocks: Seque
     return out
 
 
-def _timed_call(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[float, Any]:
+def timed_call(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[float, Any]:
     import torch
 
     backend.synchronize()
@@ -114,7 +114,7 @@ def _timed_call(backend: Backend, fn: Callable[..., Any], args: tuple[Any, ...])
     return ((time.perf_counter_ns() - t0) / 1000.0, out)
 
 
-def _warm_up(backend: Backend, fn: Callable[..., Any], args: CallArgs, minimum: int,
+def warm_up(backend: Backend, fn: Callable[..., Any], args: CallArgs, minimum: int,
              budget_s: float = WARMUP_BUDGET_S) -> int:
     """At least ``minimum`` calls, then blocks of calls until two consecutive blocks agree within 25 %.
 
@@ -126,7 +126,7 @@ def _warm_up(backend: Backend, fn: Callable[..., Any], args: CallArgs, minimum: 
     done, previous = minimum, None
     deadline = time.monotonic() + budget_s
     while time.monotonic() < deadline:
-        block = sorted(_timed_call(backend, fn, a)[0] for a in args.batch(WARMUP_BLOCK))[WARMUP_BLOCK // 2]
+        block = sorted(timed_call(backend, fn, a)[0] for a in args.batch(WARMUP_BLOCK))[WARMUP_BLOCK // 2]
         done += WARMUP_BLOCK
         if previous is not None and abs(block - previous) <= 0.25 * min(block, previous):
             break
@@ -134,12 +134,12 @@ def _warm_up(backend: Backend, fn: Callable[..., Any], args: CallArgs, minimum: 
     return done
 
 
-def _calibrate(backend: Backend, fn: Callable[..., Any], args: CallArgs, min_sample_us: float) -> int:
-    one = min(_timed_call(backend, fn, a)[0] for a in args.batch(3))
+def calibrate(backend: Backend, fn: Callable[..., Any], args: CallArgs, min_sample_us: float) -> int:
+    one = min(timed_call(backend, fn, a)[0] for a in args.batch(3))
     return max(1, min(1000, math.ceil(min_sample_us / max(one, 1e-3))))
 
 
-def _samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, calls: int,
+def time_samples(backend: Backend, fn: Callable[..., Any], args: CallArgs, n: int, calls: int,
              clock: Callable[[], int] = time.perf_counter_ns) -> list[float]:
     """``n`` per-call times in µs, each the mean over ``calls`` back-to-back calls between syncs, by ``clock``
     (nanoseconds: the wall clock, or ``time.process_time_ns`` for the CPU time of the whole process).
@@ -177,5 +177,5 @@ def calls_per_sample(backend: Backend, fn: Callable[..., Any], args: CallArgs, r
     """Calls per timing sample: 1 where the cache is flushed per call, else as requested or calibrated."""
     if backend.cache_flush_bytes():
         return 1
-    calls = requested or _calibrate(backend, fn, args, min_sample_us)
+    calls = requested or calibrate(backend, fn, args, min_sample_us)
     return min(calls, INPLACE_MAX_CALLS_PER_SAMPLE) if inplace else calls

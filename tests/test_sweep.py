@@ -308,6 +308,21 @@ def test_vendor_compute_roofs_come_from_the_documented_figures_only() -> None:
         None, "compute roof: none (instance type unknown)")
     assert vendor_compute_roof("NVIDIA H200", "bfloat16") == (990e12, "vendor: H200 990 TFLOPS dense bfloat16")
     assert vendor_compute_roof("NVIDIA A10G", "float32")[0] is None
+    assert vendor_compute_roof("NVIDIA H200", "float16") == (990e12, "vendor: H200 990 TFLOPS dense float16")
+    for other in ("NVIDIA H200 NVL", "NVIDIA GH200 480GB", "NVIDIA H200 MIG 1g.18gb"):  # a substring is not the part
+        assert vendor_compute_roof(other, "bfloat16") == (
+            None, f"compute roof: none (no vendor bfloat16 figure recorded for {other})")
+
+
+def test_a_cuda_run_records_the_gpu_as_nvidia_smi_reports_it() -> None:
+    from reportgen.devices.cuda import gpu_facts
+
+    line = "580.159.03, GPU-5f0c4d2e-1a2b-3c4d-5e6f-7a8b9c0d1e2f, Default, [N/A], 345 MHz, 1980 MHz, 3201 MHz\n"
+    assert gpu_facts(line) == {"driver_version": "580.159.03", "gpu_uuid": "GPU-5f0c4d2e-1a2b-3c4d-5e6f-7a8b9c0d1e2f",
+                               "compute_mode": "Default", "sm_clock": "345 MHz", "sm_clock_max": "1980 MHz",
+                               "memory_clock": "3201 MHz"}
+    assert gpu_facts("580.1, GPU-x, Exclusive_Process, Enabled, 1 MHz, 2 MHz, 3 MHz")["mig_mode"] == "Enabled"
+    assert gpu_facts(None) == gpu_facts("") == gpu_facts("only, three, fields") == {"driver_version": None}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ Profiling: CPU + CUDA activities, inductor, copy-benchmark peak.
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,8 @@ FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
 
 class CudaBackend(Backend):
-    """Runs on GPU 0; device time comes from CUPTI kernel records."""
+    """Runs on torch's current CUDA device (the first visible one unless the process chose another); device time
+    comes from CUPTI kernel records."""
 
     kind = DeviceKind.CUDA
     time_basis = TimeBasis.DEVICE
@@ -37,7 +39,7 @@ class CudaBackend(Backend):
     def torch_device(self) -> Any:
         import torch
 
-        return torch.device("cuda", 0)
+        return torch.device("cuda", torch.cuda.current_device())
 
     def synchronize(self) -> None:
         import torch
@@ -57,7 +59,7 @@ class CudaBackend(Backend):
     def device_name(self) -> str:
         import torch
 
-        return str(torch.cuda.get_device_name(0))
+        return str(torch.cuda.get_device_name(torch.cuda.current_device()))
 
     def measure_peak(self) -> DevicePeak:
         import torch
@@ -77,7 +79,7 @@ class CudaBackend(Backend):
     def _flush_bytes(self) -> int:
         import torch
 
-        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 0)
         return max(FLUSH_MIN_BYTES, 2 * l2)
 
     def cache_flush_bytes(self) -> int:
@@ -87,7 +89,7 @@ class CudaBackend(Backend):
         import torch
 
         if self._flush_buffer is None:
-            self._flush_buffer = torch.empty(self.cache_flush_bytes() // 4, dtype=torch.int32, device="cuda")
+            self._flush_buffer = torch.empty(self.cache_flush_bytes() // 4, dtype=torch.int32, device=self.torch_device())
         self._flush_buffer.zero_()
 
     def time_one_call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> float:
@@ -105,16 +107,38 @@ class CudaBackend(Backend):
     def environment_extras(self) -> dict[str, str | None]:
         import torch
 
-        return {"cuda_version": torch.version.cuda or torch.version.hip, "driver_version": _nvidia_driver()}
+        index = torch.cuda.current_device()
+        uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "") or "")
+        smi = gpu_facts(_nvidia_smi(f"GPU-{uuid}" if uuid and not uuid.startswith("GPU-") else uuid or str(index)))
+        return {"cuda_version": torch.version.cuda or torch.version.hip, "cuda_device_index": str(index),
+                "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"), **smi}
 
 
-def _nvidia_driver() -> str | None:
+SMI_FIELDS = {"driver_version": "driver_version", "uuid": "gpu_uuid", "compute_mode": "compute_mode",
+              "mig.mode.current": "mig_mode", "clocks.sm": "sm_clock", "clocks.max.sm": "sm_clock_max",
+              "clocks.mem": "memory_clock"}
+"""nvidia-smi --query-gpu fields recorded with a CUDA run, and their names in ``device_extras``."""
+
+
+def _nvidia_smi(device: str) -> str | None:
+    """``nvidia-smi``'s CSV line for one GPU (by UUID or index), None where it cannot run."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10, check=True)
+        out = subprocess.run(["nvidia-smi", "-i", device, f"--query-gpu={','.join(SMI_FIELDS)}",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+    return out.stdout
+
+
+def gpu_facts(csv_line: str | None) -> dict[str, str | None]:
+    """The device extras in ``nvidia-smi --query-gpu=... --format=csv,noheader`` output (values as printed, units
+    included: ``1980 MHz``); fields it reports as ``[N/A]`` (MIG mode on a GPU without MIG) are left out."""
+    lines = (csv_line or "").strip().splitlines()
+    values = [v.strip() for v in lines[0].split(",")] if lines else []
+    if len(values) != len(SMI_FIELDS):
+        return {"driver_version": None}
+    return {name: value for name, value in zip(SMI_FIELDS.values(), values, strict=True)
+            if value and value not in ("[N/A]", "N/A", "[Not Supported]")}
 
 
 def _extras_from_trace(trace: TraceHeader) -> dict[str, str]:
@@ -132,6 +156,7 @@ DEVICE = Device(
                            category_prefixes=("cuda",)),
     evidence_rank=40,
     environment_fields=(EnvField("cuda_version", "CUDA"), EnvField("driver_version", "driver", compared=False)),
+    # also recorded, shown with the device evidence: cuda_device_index, CUDA_VISIBLE_DEVICES and SMI_FIELDS' names
     backend=CudaBackend,
     auto_rank=20,
     extras_from_trace=_extras_from_trace,
@@ -139,15 +164,18 @@ DEVICE = Device(
 
 
 VENDOR_DENSE_TFLOPS: dict[str, dict[str, float]] = {
-    "H200": {"bfloat16": 990.0, "float32": 67.0},
+    "NVIDIA H200": {"bfloat16": 990.0, "float16": 990.0, "float32": 67.0},
 }
-"""Dense TFLOP/s per dtype of the GPUs with a documented figure (``../shared/design/trainium-profiling-facts.md``)."""
+"""Dense TFLOP/s per dtype, keyed by the exact name torch reports (``torch.cuda.get_device_name``). NVIDIA's H200
+(SXM) datasheet: BF16 and FP16 Tensor Core 1,979 TFLOPS with sparsity (989.5 dense), FP32 67 TFLOPS. Other
+parts sharing a substring (``NVIDIA H200 NVL``, ``NVIDIA GH200 480GB``, a MIG slice) have other figures: no roof
+until theirs is recorded."""
 
 
 def vendor_compute_roof(device_name: str, dtype: str) -> tuple[float | None, str]:
-    """The vendor's dense FLOP/s for ``dtype`` on a GPU whose name holds a known model; (None, why) otherwise."""
-    model = next((m for m in VENDOR_DENSE_TFLOPS if m in device_name.upper()), None)
-    if model is None or dtype not in VENDOR_DENSE_TFLOPS[model]:
+    """The vendor's dense FLOP/s for ``dtype`` on exactly this GPU model; (None, why) otherwise."""
+    figures = VENDOR_DENSE_TFLOPS.get(device_name.strip())
+    if figures is None or dtype not in figures:
         return None, f"compute roof: none (no vendor {dtype} figure recorded for {device_name})"
-    tflops = VENDOR_DENSE_TFLOPS[model][dtype]
-    return tflops * 1e12, f"vendor: {model} {tflops:g} TFLOPS dense {dtype}"
+    model = device_name.strip().removeprefix("NVIDIA ")
+    return figures[dtype] * 1e12, f"vendor: {model} {figures[dtype]:g} TFLOPS dense {dtype}"

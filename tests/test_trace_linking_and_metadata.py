@@ -1,4 +1,5 @@
-"""Issue 17's defects, each on a small inline trace that fails on the code before the fix."""
+"""Linking device work to its ops and reading trace metadata (runtime calls that outlast their op, External ids, MTIA
+work, rank metadata, overflowing times), each on a small inline trace that failed on the code before its fix."""
 
 from __future__ import annotations
 

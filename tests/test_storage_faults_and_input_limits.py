@@ -1,4 +1,5 @@
-"""Hardening, round two (issue 12): data and inputs.
+"""Storage faults and input limits: full, read-only or misplaced stores, a scenario that exits, numbers out of range,
+FIFOs where files belong.
 
 Each test here failed on the code before the fix: a hang, an "internal error" (exit 70), a silent success
 that stored a bundle its own loader rejects, or a leftover folder. Faults that need a full disk or a

@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import, _add_ab,
-                     _add_doctor, _add_rm, _add_scenarios, _add_config, _add_init):
+                     _add_doctor, _add_machine, _add_rm, _add_scenarios, _add_config, _add_init):
         register(sub)
     return parser
 
@@ -238,6 +238,18 @@ def _add_doctor(sub: Subcommands) -> None:
     p.add_argument("--scenario", default="rmsnorm")
     p.add_argument("--profile-output", type=Path, default=None, help="also inventory an existing profile_output/")
     p.add_argument("--timeout-s", type=float, default=3600.0, help="limit for the profile run (default 3600)")
+
+
+def _add_machine(sub: Subcommands) -> None:
+    p = sub.add_parser("machine", help="what reportgen detects here and what a run here is compared against",
+                       description="The device, instance, chip, LNC, cores, software versions, the bandwidth ceiling "
+                       "and the compute roofs per dtype (per engine on Trainium) a run on this machine is compared "
+                       "against, each with its source: documented, measured by each profile run, reported by a "
+                       "tool, or assumed. Measures nothing and imports no torch; what it cannot find it names.")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda", "neuron"], default="auto",
+                   help="the device to describe (auto: neuron where neuron-ls is installed, else cuda where "
+                   "nvidia-smi is, else cpu)")
+    p.add_argument("--json", action="store_true", help="print versioned JSON instead of text")
 
 
 def _add_ab(sub: Subcommands) -> None:

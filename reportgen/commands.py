@@ -226,6 +226,22 @@ def _cmd_config(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _cmd_machine(args: argparse.Namespace) -> int:
+    import json
+
+    from reportgen.devices import machine
+    from reportgen.model.run import DeviceKind
+
+    device = machine.auto_device() if args.device == "auto" else DeviceKind(args.device)
+    report = machine.describe(device)
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2, ensure_ascii=True))
+    else:
+        for line in machine.report_lines(report):
+            print(terminal_safe(line))
+    return ExitCode.OK
+
+
 def _cmd_init(args: argparse.Namespace) -> int:
     from reportgen.ci.init import InitRequest, run_init
 
@@ -308,7 +324,8 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
 
 COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "profile": _cmd_profile, "runs": _cmd_runs, "build": _cmd_build, "compare": _cmd_compare,
-    "publish": _cmd_publish, "import": _cmd_import, "ab": _cmd_ab, "doctor": _cmd_doctor, "rm": _cmd_rm,
+    "publish": _cmd_publish, "import": _cmd_import, "ab": _cmd_ab, "doctor": _cmd_doctor, "machine": _cmd_machine,
+    "rm": _cmd_rm,
     "scenarios": _cmd_scenarios, "config": _cmd_config, "init": _cmd_init,
 }
 """Each command of ``cli.build_parser`` and the function that runs it."""

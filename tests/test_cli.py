@@ -10,7 +10,7 @@ from conftest import run_cli
 from reportgen import __version__
 from reportgen.cli import build_parser, main
 
-COMMANDS = ["profile", "runs", "build", "compare", "publish", "import", "ab", "doctor", "rm", "scenarios", "config",
+COMMANDS = ["profile", "runs", "build", "compare", "publish", "import", "ab", "doctor", "machine", "rm", "scenarios", "config",
             "init"]
 
 

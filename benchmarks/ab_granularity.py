@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import statistics
 import time
@@ -27,7 +28,7 @@ from typing import Any
 from machine import reference_loop_s  # benchmarks/machine.py, beside this script
 
 from reportgen.ab.coordinator import coordinate
-from reportgen.ab.process import spawn_pair
+from reportgen.ab.process import PairSpawner
 from reportgen.ab.settings import AbSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ def measure(samples: int, discard: int, rounds: int, sessions: int, shape: tuple
                           min_sessions=sessions, max_sessions=sessions, max_seconds=1e9, variants=("naive", "fused"),
                           shape=shape, device="cpu")
     t0 = time.monotonic()
-    result = coordinate(spawn_pair, {"base": str(ROOT), "head": str(ROOT)}, "rmsnorm", settings)
+    result = coordinate(PairSpawner(settings, os.environ), {"base": str(ROOT), "head": str(ROOT)}, "rmsnorm", settings)
     wall = time.monotonic() - t0
     out: dict[str, Any] = {"settings": [samples, discard, rounds, sessions], "wall_s": wall,
                            "per_session_s": wall / sessions, "rounds_s": result.rounds_s, "warm_s": result.warm_s}

@@ -294,3 +294,13 @@ def test_inspect_env_is_warned_about_in_the_environment(stand_in, neuron_tools: 
     monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", "0")  # its documented default: off, no warning
     assert "warning" not in NeuronBackend().environment_extras()
     assert json.loads((neuron_tools / "neuron-ls-config.json").read_text())["accepts"] == [["-j"]]
+
+
+def test_the_profiler_traces_the_core_this_process_uses(stand_in, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+                                                        tmp_path: Path) -> None:
+    """capture_enabled_for_nc names torch.neuron.current_device(), not a hard-coded "0"."""
+    from reportgen.devices.neuron.device import _neuron_session
+
+    monkeypatch.setenv("STAND_IN_NEURON_CURRENT", "1")
+    with _neuron_session(tmp_path) as kwargs:
+        assert kwargs["experimental_config"].kwargs["capture_enabled_for_nc"] == "1"

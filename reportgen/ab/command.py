@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reportgen.ab.bundles import store_pair
 from reportgen.ab.coordinator import coordinate
 from reportgen.ab.pair import PairResult
-from reportgen.ab.process import spawn_pair, worker_environment
+from reportgen.ab.process import PairSpawner
 from reportgen.ab.report import ab_json, render_ab_markdown, render_scenario_only
 from reportgen.ab.settings import AbSettings
 from reportgen.ab.worker import scenario_path
 from reportgen.devices.allocator import THP_ENABLED_FILE, read_thp_mode
 from reportgen.devices.host import git_info
+from reportgen.devices.neuron.cores import VISIBLE_CORES_ENV, ab_core_pair
+from reportgen.devices.neuron.hardware import NeuronLs, detect
 from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
 
 
@@ -59,6 +62,7 @@ def check_checkouts(base: Path, head: Path) -> None:
 def run_ab_command(request: AbRequest) -> int:
     """The whole command; returns the exit code."""
     request.check()
+    request = replace(request, settings=with_neuron_cores(request.settings, os.environ))
     roots = {"base": request.base.resolve(), "head": request.head.resolve()}
     present = {side: _scenario_present(root, request.scenario) for side, root in roots.items()}
     if not any(present.values()):
@@ -80,6 +84,18 @@ def run_ab_command(request: AbRequest) -> int:
     return int(result.exit_code)
 
 
+def with_neuron_cores(settings: AbSettings, environ: Mapping[str, str],
+                      neuron_ls: Callable[[], NeuronLs] = detect) -> AbSettings:
+    """On Trainium (``--device neuron``, or ``auto`` where the Neuron tools report devices) each worker gets its own
+    NeuronCore; two are needed. Elsewhere the settings are returned unchanged."""
+    if settings.device not in ("neuron", "auto"):
+        return settings
+    ls = neuron_ls()
+    if settings.device == "auto" and not ls.device_count and not environ.get(VISIBLE_CORES_ENV):
+        return settings  # no Neuron device here: auto measures on CUDA or the CPU
+    return replace(settings, neuron_cores=ab_core_pair(environ, ls.cores_total))
+
+
 def _scenario_present(root: Path, ref: str) -> bool:
     """Whether the checkout has the scenario (through its config, else ``scenarios/``); a broken config counts as
     present, so that side's worker fails to load and the comment names the error."""
@@ -99,8 +115,7 @@ def check_huge_pages(mode: str | None) -> None:
 
 
 def _measure(request: AbRequest, roots: dict[str, Path]) -> PairResult:
-    env = worker_environment(request.settings, os.environ)
-    return coordinate(lambda: spawn_pair(env), {s: str(r) for s, r in roots.items()}, request.scenario,
+    return coordinate(PairSpawner(request.settings, os.environ), {s: str(r) for s, r in roots.items()}, request.scenario,
                       request.settings, progress=None if request.quiet else _progress)
 
 

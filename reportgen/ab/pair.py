@@ -99,7 +99,7 @@ class PairResult:
         s = self.settings
         device = self.base if self.base.error is None else self.head
         return method_text(s.samples_per_block, s.discard_per_block, s.clock, s.huge_pages,
-                           device.cache_flush_bytes, device.time_basis == "device")
+                           device.cache_flush_bytes, device.time_basis == "device", s.neuron_cores)
 
     @property
     def sessions(self) -> int:

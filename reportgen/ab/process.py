@@ -14,6 +14,7 @@ from typing import IO, Any
 from reportgen.ab.pair import SIDES
 from reportgen.ab.session import Worker, WorkerFailed
 from reportgen.ab.settings import HUGE_PAGES_ENV, AbSettings
+from reportgen.devices.neuron.cores import side_environment
 
 REPLY_TIMEOUT_S = 1800.0
 """The longest a worker may take to answer one command (a cold torch.compile of several variants)."""
@@ -78,11 +79,26 @@ class ProcessWorker:
         self._stderr.close()
 
 
-def worker_environment(settings: AbSettings, environ: Mapping[str, str]) -> dict[str, str] | None:
-    """The workers' environment: ``environ`` with ``HUGE_PAGES_ENV`` for --huge-pages; None (inherit) otherwise."""
-    return {**environ, **HUGE_PAGES_ENV} if settings.huge_pages else None
+def worker_environment(settings: AbSettings, environ: Mapping[str, str], side: str = "base",
+                       session: int = 0) -> dict[str, str] | None:
+    """A worker's environment: ``environ`` with ``HUGE_PAGES_ENV`` for --huge-pages, and on Trainium only its own
+    NeuronCore (base takes the first of ``settings.neuron_cores`` in even sessions, the second in odd ones, so a
+    difference between the two cores cancels like the ABBA order); None (inherit this process's) when unchanged."""
+    env: dict[str, str] | None = {**environ, **HUGE_PAGES_ENV} if settings.huge_pages else None
+    if settings.neuron_cores is not None:
+        first, second = settings.neuron_cores
+        core = first if (side == SIDES[0]) == (session % 2 == 0) else second
+        env = side_environment(env if env is not None else environ, core)
+    return env
 
 
-def spawn_pair(env: Mapping[str, str] | None = None) -> dict[str, Worker]:
-    """One session's workers: a fresh process per side (``env``: their environment; None inherits this one's)."""
-    return {side: ProcessWorker(side, env=env) for side in SIDES}
+class PairSpawner:
+    """Starts each session's workers: a fresh process per side, with the environment of that side and session."""
+
+    def __init__(self, settings: AbSettings, environ: Mapping[str, str]) -> None:
+        self.settings, self.environ, self.sessions = settings, dict(environ), 0
+
+    def __call__(self) -> dict[str, Worker]:
+        session, self.sessions = self.sessions, self.sessions + 1
+        return {side: ProcessWorker(side, env=worker_environment(self.settings, self.environ, side, session))
+                for side in SIDES}

@@ -51,6 +51,7 @@ class AbSettings:
     huge_pages: bool = False  # CPU: both workers' torch allocator asks for transparent huge pages (HUGE_PAGES_ENV)
     params: tuple[tuple[str, str], ...] = ()  # --param NAME=VALUE: each side's scenario must declare NAME
     param_defaults: tuple[tuple[str, str], ...] = ()  # the config's params: used where a side's scenario declares them
+    neuron_cores: tuple[int, int] | None = None  # Trainium: the two NeuronCores the workers take, swapped every session
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows
@@ -77,7 +78,8 @@ class AbSettings:
 
 
 def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False,
-                cache_flush_bytes: int = 0, device_clock: bool = False) -> str:
+                cache_flush_bytes: int = 0, device_clock: bool = False,
+                neuron_cores: tuple[int, int] | None = None) -> str:
     """How a pair measured with these block settings is judged, in words (stored with the runs, shown in the comment)."""
     untimed = f" after {discard_per_block} untimed" if discard_per_block else ""
     noun = "sample" if samples_per_block == 1 else "samples"
@@ -86,9 +88,11 @@ def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wa
     flushed = (f"each sample one call after {cache_flush_bytes / 2**20:.0f} MiB written to flush the device cache "
                "(outside the timing); " if cache_flush_bytes else "")
     device = "samples timed by the device's own clock (events around each call); " if device_clock else ""
+    cores = (f"each worker on its own NeuronCore (NEURON_RT_VISIBLE_CORES {neuron_cores[0]} and {neuron_cores[1]}), "
+             "the two sides swapping cores every session; " if neuron_cores else "")
     huge = ("torch's large CPU allocations in transparent huge pages in both workers "
             f"({HUGE_PAGES_TEXT}); " if huge_pages else "")
-    return (f"{timed}{device}{flushed}{huge}median of each side's block of {samples_per_block} {noun}{untimed} "
+    return (f"{timed}{device}{flushed}{cores}{huge}median of each side's block of {samples_per_block} {noun}{untimed} "
             "per variant per round, ratio head/base per round, rounds in ABBA order; each session (a fresh pair of "
             "worker processes) gives the median of its rounds' ratios; Wilcoxon signed-rank 95 % interval "
             "(Hodges-Lehmann, exact null distribution) for the centre of the logs of the sessions' ratios")

@@ -112,7 +112,7 @@ class NeuronBackend(Backend):
         found = chips.chip_for(ls.instance_type, ls.device_type)
         chip = found[1].name if found else "Trainium"
         where = ", ".join(x for x in (ls.instance_type, f"LNC={ls.lnc}" if ls.lnc is not None else None) if x)
-        return f"AWS {chip}{f' ({where})' if where else ''}, NeuronCore 0"
+        return f"AWS {chip}{f' ({where})' if where else ''}, NeuronCore {current_core()}"
 
     def measure_peak(self) -> DevicePeak:
         override = self.peak_override()
@@ -199,12 +199,27 @@ def _neuron_session(out_dir: Path) -> Iterator[dict[str, Any]]:
     config = NeuronConfig(
         modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME],
         profile_output_dir=str(out_dir),
-        capture_enabled_for_nc="0",
+        capture_enabled_for_nc=str(current_core()),
         max_events_per_nc=1_000_000,
         neff_cache_dir=_neff_cache_dir(),  # without it the .neff files may be missing from the session (CAP:305-323)
     )
     profiler = NeuronProfiler(config)
     yield {"experimental_config": config, "on_trace_ready": profiler.export_trace}
+
+
+def current_core() -> int:
+    """The NeuronCore this process's tensors go to, in the process's own numbering (``torch.neuron.current_device()``
+    where TorchNeuron has it, as public TorchNeuron code calls it; else 0): the one core the profiler is asked to
+    trace. Under NEURON_RT_VISIBLE_CORES (``ab`` gives each worker one core) the process numbers its cores from 0;
+    that ``capture_enabled_for_nc`` takes this numbering is assumed, not documented."""
+    import torch
+
+    get = getattr(getattr(torch, "neuron", None), "current_device", None)
+    try:
+        index = int(get()) if callable(get) else 0
+    except (TypeError, ValueError, RuntimeError):
+        index = 0
+    return max(index, 0)
 
 
 def _neff_cache_dir() -> str:

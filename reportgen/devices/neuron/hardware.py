@@ -21,11 +21,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from reportgen.devices.neuron.cores import NUM_CORES_ENV, VISIBLE_CORES_ENV
+
 NEURON_LS_TIMEOUT_S = 60
 NEURON_MONITOR_TIMEOUT_S = 15
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 INSPECT_ENV = "NEURON_RT_INSPECT_ENABLE"
-CORE_ENVS = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+CORE_ENVS = (VISIBLE_CORES_ENV, NUM_CORES_ENV)
 """Which NeuronCores this process may take: recorded because one process owns the cores it initialises."""
 MONITOR_CONFIG = {"period": "1s", "system_metrics": [{"type": "memory_info"}]}
 """The smallest documented neuron-monitor configuration; instance_info and neuron_hardware_info come regardless."""

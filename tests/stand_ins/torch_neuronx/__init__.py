@@ -2,7 +2,7 @@
 
 It is NOT TorchNeuron: it runs nothing on a device. It records every call reportgen makes
 (in ``CALLS``) so tests can check them against the documented API, provides
-``torch.neuron.synchronize`` / ``is_available`` / ``device_count``, ``get_fallback_ops`` /
+``torch.neuron.synchronize`` / ``is_available`` / ``device_count`` / ``current_device``, ``get_fallback_ops`` /
 ``get_executed_ops`` (TN ``__init__.py``), and registers a ``neuron`` torch.compile backend that
 runs the graph eagerly. Tensor placement on a ``neuron`` device is the one thing it cannot fake.
 
@@ -35,6 +35,13 @@ def _device_count() -> int:
         return 0
 
 
+def _current_device() -> int:
+    """TorchNeuron code in the wild calls ``torch.neuron.current_device()``; under NEURON_RT_VISIBLE_CORES the
+    process numbers its cores from 0. $STAND_IN_NEURON_CURRENT sets it for tests."""
+    CALLS.append(("torch.neuron.current_device", None))
+    return int(os.environ.get("STAND_IN_NEURON_CURRENT", "0"))
+
+
 def _is_available() -> bool:
     CALLS.append(("torch.neuron.is_available", None))
     return _device_count() > 0
@@ -57,7 +64,8 @@ def _neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
 
 
 torch.neuron = types.SimpleNamespace(  # type: ignore[attr-defined]
-    synchronize=_synchronize, is_available=_is_available, device_count=_device_count)
+    synchronize=_synchronize, is_available=_is_available, device_count=_device_count,
+    current_device=_current_device)
 
 from torch._dynamo import list_backends, register_backend  # noqa: E402
 

@@ -229,7 +229,8 @@ def test_neuron_profile_output_with_neuron_explorer(tmp_path: Path, monkeypatch:
     run = load_run(folder := _import(_neuron_profile_output(tmp_path), tmp_path / "store"))
     (v,) = run.variants
     session = tmp_path / "profile_output" / "i-0abc123_pid_4242" / "20261130_120000"
-    assert [c[:5] for c in fake_tools.explorer_calls(bin_dir)] == [
+    assert [c[:5] for c in fake_tools.explorer_calls(bin_dir)] == [  # Parquet first: this stand-in gives none
+        ["view", "-d", str(session), "--output-format", "parquet"],
         ["view", "-d", str(session), "--output-format", "summary-json"],
         ["view", "-d", str(session), "--output-format", "json"]]
     art = next(a for a in v.artifacts if a.path.endswith("neuron-explorer-summary.json"))

@@ -111,12 +111,14 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
 
     # neuron-explorer in its documented form, on each variant's session folder.
     calls = fake_tools.explorer_calls(neuron_tools)
-    assert len(calls) == 6
-    for call, variant in zip(calls[::2], ("naive", "fused", "compiled"), strict=True):
+    # Parquet first; this stand-in gives none, so summary-json and json follow (Parquet: test_neuron_parquet.py).
+    assert len(calls) == 9
+    assert all(c[3:5] == ["--output-format", "parquet"] for c in calls[::3])
+    for call, variant in zip(calls[1::3], ("naive", "fused", "compiled"), strict=True):
         assert call[:2] == ["view", "-d"] and call[3:5] == ["--output-format", "summary-json"]
         session = Path(call[2])
         assert session.parent.name.startswith("i-0standin_pid_") and session.parent.parent.name == variant
-    assert all(c[3:5] == ["--output-format", "json"] and c[-1] == "--ignore-device-profile" for c in calls[1::2])
+    assert all(c[3:5] == ["--output-format", "json"] and c[-1] == "--ignore-device-profile" for c in calls[2::3])
 
     (run,) = load_store(store)
     assert run.environment.device_extras["instance_type"] == "trn2.3xlarge"

@@ -1,7 +1,8 @@
 """neuron-explorer reading: summary-json as real scripts read it, against a fake that prints real counter names.
 
 The fake executable checks its argv against the documented form (``view -d <session>
---output-format summary-json|json``); its summary-json records carry the counter names and values
+--output-format parquet|summary-json|json``) and, configured without Parquet, fails it, so these
+tests read the summary-json fallback (the Parquet reader: tests/test_neuron_parquet.py); its summary-json records carry the counter names and values
 of a real inf2 summary (tests/data/neuron/), keyed by node, one per NEFF for an eager capture,
 sometimes after log lines. The system-trace records carry the documented SystemProfileEvents
 names (not checked against a real export). Nothing here has seen a real NTFF.
@@ -60,6 +61,8 @@ def test_summary_and_counters_from_files_the_tool_writes(tmp_path: Path) -> None
     assert found.notes[:2] == ("device summary from neuron-explorer summary-json",
                                "versions reported: profiler_version 2.28.23.0, runtime_version 2.30.51, "
                                "compiler_version 2.23.6484.0, driver_version 2.26.0")
+    assert found.notes[-1].startswith("summary-json used because Parquet gave no device figures: neuron-explorer "
+                                      "failed (exit 2: fake neuron-explorer: no Parquet output for this session")
     # 11 events of NeuronCore 0 (the fake adds one of NeuronCore 1, which is not counted), over 3 steps
     assert found.counters == {"nc_exec_running": 2.0, "nrt_model_submit": 1.0, "dmem_buf_copyin": 0.0,
                               "dmem_buf_copyout": 0.0, "nc_model_switch": 0.0, "nrt_model_switch": 0.0,
@@ -68,6 +71,8 @@ def test_summary_and_counters_from_files_the_tool_writes(tmp_path: Path) -> None
     assert json.loads(found.raw[explorer.SUMMARY_FILE]) == {fake_tools.NODE: record}
     calls = fake_tools.explorer_calls(bin_dir)
     assert calls == [
+        ["view", "-d", str(session), "--output-format", "parquet", "--output-file",
+         str(tmp_path / "scratch" / explorer.PARQUET_DIR)],
         ["view", "-d", str(session), "--output-format", "summary-json", "--output-file",
          str(tmp_path / "scratch" / explorer.SUMMARY_FILE)],
         ["view", "-d", str(session), "--output-format", "json", "--output-file",
@@ -168,8 +173,8 @@ def test_system_counts_need_the_documented_event_fields() -> None:
     counts, note = explorer.parse_system_counts(raw)
     assert counts["nc_exec_running"] == 1.0 and counts["nrt_model_submit"] == 0.0
     assert counts["system_trace_events"] == 1.0 and "1 events of NeuronCore 0" in note
-    assert explorer.parse_system_counts(b"[{}]") == ({}, "json export holds no system-trace events (objects with "
-                                                         "name and trace_event_source): no counters")
+    assert explorer.parse_system_counts(b"[{}]") == ({}, "json export holds no system-trace events of NeuronCore 0 "
+                                                         "(name, trace_event_source, nc_idx): no counters")
     assert explorer.parse_system_counts(b"not json")[0] == {}
 
 
@@ -186,7 +191,9 @@ def test_missing_or_failing_tool_is_a_note_not_data(tmp_path: Path) -> None:
 
     failed = explorer.explore(session, STEPS, tmp_path / "s", which=lambda n: "/opt/x/neuron-explorer", run=failing)
     assert failed.notes == ("summary-json: neuron-explorer failed (exit 3: cannot read NTFF)",
-                            "json (system trace): neuron-explorer failed (exit 3: cannot read NTFF)")
+                            "json (system trace): neuron-explorer failed (exit 3: cannot read NTFF)",
+                            "summary-json used because Parquet gave no device figures: neuron-explorer failed "
+                            "(exit 3: cannot read NTFF)")
     assert explorer.timing_source(failed, 2).endswith("device time: the device events in trace.json")
 
 

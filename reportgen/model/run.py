@@ -97,16 +97,29 @@ class CompileInfo:
     source: str = ""
 
 
+DEVICE_TIME_FIELDS = ("execution_time", "total_active_time", "total_time")
+"""Where a variant's device time is read from, best first: the sum of ExecutionInfo's execution spans (neuron-explorer's
+Parquet; idle gaps between executions excluded), Summary's total_active_time (idle gaps excluded), total_time (included)."""
+
+
 @dataclass(frozen=True)
 class DeviceEvidence:
-    """What the device's own profile says about one variant (on neuron: neuron-explorer on the NTFF)."""
+    """What the device's own profile says about one variant (on neuron: neuron-explorer on the NTFF).
+
+    On neuron, ``summary`` also holds ``execution_count``, ``execution_time`` (s) and ``neff_count`` from the Parquet
+    ExecutionInfo table, and ``counters_per_step`` ``executions``: device programs run per call (naive eager: one per
+    op; fused and compiled: one) — reportgen/devices/neuron/parquet.py documents them."""
 
     timing_source: str  # where this variant's times come from, in words
     summary: dict[str, float] = field(default_factory=dict)  # device summary fields, named as the tool names them
-    counters_per_step: dict[str, float] = field(default_factory=dict)  # system-trace events per profiled step
+    counters_per_step: dict[str, float] = field(default_factory=dict)  # events (and executions) per profiled step
     profiled_steps: int = 0  # the divisor of the per-step figures (0: totals, no steps known)
     tool: str = ""  # the tool and the commands run; "" when none ran
     notes: tuple[str, ...] = ()
+
+    def programs_per_call(self) -> float | None:
+        """Device programs (NEFF executions) per profiled call, from ExecutionInfo: the fusion evidence on the device."""
+        return self.counters_per_step.get("executions")
 
     def hbm_bytes_per_step(self) -> float | None:
         """HBM bytes read + written per profiled step (hbm_read_bytes + hbm_write_bytes over the steps)."""
@@ -115,8 +128,8 @@ class DeviceEvidence:
         return (self.summary["hbm_read_bytes"] + self.summary["hbm_write_bytes"]) / max(self.profiled_steps, 1)
 
     def device_time_field(self) -> str | None:
-        """The summary field device time is read from: total_active_time (idle gaps excluded), else total_time."""
-        return next((f for f in ("total_active_time", "total_time") if f in self.summary), None)
+        """The summary field device time is read from: the first of DEVICE_TIME_FIELDS the summary has."""
+        return next((f for f in DEVICE_TIME_FIELDS if f in self.summary), None)
 
     def device_time_us_per_step(self) -> float | None:
         """neuron-explorer's device time per profiled step, in µs (``device_time_field``; total_time is an upper

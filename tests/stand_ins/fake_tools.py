@@ -7,13 +7,16 @@ explorer's ``summary-json`` records carry the counter names and values of a real
 (``real_counters``, from the listing in tests/data/neuron/), as a mapping keyed by node (one
 entry per NEFF for an eager capture), printed to stdout, optionally after log lines.
 
-The fake explorer accepts only ``view -d <session dir> --output-format summary-json|json
+The fake explorer accepts only ``view -d <session dir> --output-format parquet|summary-json|json
 [--output-file F] [--ignore-device-profile|--ignore-system-profile]`` (exit 2 and a reason on
-stderr otherwise; there is no Parquet), checks that the session folder holds an .ntff, and appends
-its argv to ``calls.jsonl`` beside itself. Per variant (the first config key that is a component of
-the session path) ``explorer-config.json`` gives the ``summary_json`` payload, ``events`` counts
-{name: count} for the json export, and ``log_lines`` printed before the JSON. With
-``summary_to: "file"`` summary-json writes the --output-file instead of printing.
+stderr otherwise), checks that the session folder holds an .ntff, and appends its argv to
+``calls.jsonl`` beside itself. Per variant (the first config key that is a component of the session
+path) ``explorer-config.json`` gives the ``summary_json`` payload, ``events`` counts {name: count}
+for the json export, ``log_lines`` printed before the JSON, and ``parquet``: the fixture folder
+(tests/data/neuron/parquet/<name>/, written from the schema reference) whose tables Parquet writes
+into the ``--output-file`` folder, one file per table, as the SDK documents; without it, Parquet
+fails (exit 2: an explorer that gives no Parquet). With ``summary_to: "file"`` summary-json writes
+the --output-file instead of printing.
 """
 
 from __future__ import annotations
@@ -27,14 +30,16 @@ from pathlib import Path
 from typing import Any
 
 CAPTURES = Path(__file__).resolve().parent.parent / "data" / "neuron"
+PARQUET_FIXTURES = CAPTURES / "parquet"
 COUNTER_LISTING = CAPTURES / "summary-json-counters.inf2.xlarge.txt"
 NODE = "ip-172-31-0-1"
 
 EXPLORER_SCRIPT = r'''
-import json, sys
+import json, shutil, sys
 from pathlib import Path
 
 here = Path(__file__).resolve().parent
+PARQUET_FIXTURES = Path(__PARQUET_FIXTURES__)
 args = sys.argv[1:]
 with open(here / "calls.jsonl", "a") as log:
     log.write(json.dumps(args) + "\n")
@@ -44,8 +49,8 @@ def fail(msg):
 if len(args) < 5 or args[0] != "view" or args[1] != "-d" or args[3] != "--output-format":
     fail("expected: view -d <session dir> --output-format FORMAT ...")
 session, fmt, rest = Path(args[2]), args[4], args[5:]
-if fmt not in ("summary-json", "json"):
-    fail("unsupported --output-format " + fmt + " (this stand-in has no Parquet)")
+if fmt not in ("parquet", "summary-json", "json"):
+    fail("unsupported --output-format " + fmt)
 out_file = None
 while rest:
     if rest[0] == "--output-file" and len(rest) > 1:
@@ -61,6 +66,15 @@ variant = next((k for k in config["variants"] if k in session.parts), None)
 if variant is None:
     fail("no configured variant in " + str(session))
 spec = config["variants"][variant]
+if fmt == "parquet":
+    if not spec.get("parquet"):
+        fail("no Parquet output for this session (this stand-in plays an explorer that gives none)")
+    if out_file is None:
+        fail("this stand-in writes Parquet only into an --output-file folder")
+    Path(out_file).mkdir(parents=True, exist_ok=True)
+    for table in sorted((PARQUET_FIXTURES / spec["parquet"]).glob("*.parquet")):
+        shutil.copyfile(table, Path(out_file) / table.name)
+    sys.exit(0)
 if fmt == "summary-json":
     for line in spec.get("log_lines", []):
         print(line)
@@ -120,10 +134,12 @@ def _install(bin_dir: Path, name: str, body: str) -> Path:
 
 
 def install_neuron_explorer(bin_dir: Path, variants: dict[str, dict[str, Any]], stdout: bool = False) -> Path:
-    """The fake explorer in ``bin_dir``; ``variants``: name -> {"summary_json": ..., "events": {...}, ...}."""
+    """The fake explorer in ``bin_dir``; ``variants``: name -> {"summary_json": ..., "events": {...},
+    "parquet": fixture folder name, ...}."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     (bin_dir / "explorer-config.json").write_text(json.dumps({"variants": variants, "stdout": stdout}))
-    return _install(bin_dir, "neuron-explorer", EXPLORER_SCRIPT)
+    return _install(bin_dir, "neuron-explorer", EXPLORER_SCRIPT.replace("__PARQUET_FIXTURES__",
+                                                                         repr(str(PARQUET_FIXTURES))))
 
 
 def install_neuron_ls(bin_dir: Path, capture: str | Path, accepts: tuple[tuple[str, ...], ...] = (("-j",),)) -> Path:

@@ -1,15 +1,20 @@
-"""neuron-explorer on one capture session: the device summary and the system-trace counters.
+"""neuron-explorer on one capture session: the device summary, the executions and the system-trace counters.
 
-The documented call (SDK ``tools/neuron-explorer``) is ``neuron-explorer view -d <session dir>``
-with ``--output-format summary-json`` (the device summary: the Summary table's fields, SCH; read
-by summary.py, every record counted) or ``json`` (the legacy full export, which holds the
-system-trace events). ``--output-file`` names where it writes; where it printed to stdout instead
-(as scripts in the wild read summary-json), stdout is read, log lines before the JSON skipped.
+The documented call (SDK ``tools/neuron-explorer``) is ``neuron-explorer view -d <session dir>``.
+First its default and recommended output, Parquet (``--output-format parquet --output-file DIR``:
+one file per table in DIR), read by parquet.py: Summary, ExecutionInfo (every execution of every
+NEFF), Metadata (the schema version, refused if its major is unknown), SystemProfileEvents (the
+counters). Where Parquet gives nothing (pyarrow not installed: ``pip install "reportgen[neuron]"``;
+the tool failed; an unknown schema), the fallback is ``--output-format summary-json`` (read by
+summary.py, every record counted) and ``json`` (the legacy full export, for the system-trace
+events); ``--output-file`` names where they write, and where they printed to stdout instead (as
+scripts in the wild read summary-json), stdout is read, log lines before the JSON skipped.
 
 The system-trace records are recognised by their fields (``name`` and ``trace_event_source``,
-SystemProfileEvents, SCH), wherever they sit: assumed, not checked against a real export (the
-facts doc says the legacy json's records carry ``group`` and ``lnc_idx``). Tested against a fake
-executable whose summary-json carries the counter names of a real inf2 capture (tests/stand_ins/).
+SystemProfileEvents, SCH), wherever they sit in the legacy json: assumed, not checked against a real
+export (the facts doc says the legacy json's records carry ``group`` and ``lnc_idx``). Tested against
+a fake executable that writes Parquet fixtures written from the schema reference, and whose
+summary-json carries the counter names of a real inf2 capture (tests/stand_ins/).
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from reportgen.devices.neuron import parquet
 from reportgen.devices.neuron.summary import load_json, parse_summary, records
-from reportgen.model.run import DeviceEvidence
+from reportgen.model.run import DEVICE_TIME_FIELDS, DeviceEvidence
 
 EXPLORER = "neuron-explorer"
 TIMEOUT_S = 600
@@ -31,6 +38,10 @@ COUNTER_EVENTS = ("nc_exec_running", "nrt_model_submit", "dmem_buf_copyin", "dme
 """System-trace events that show fusion (per profiled step): executions, NEFF submissions, copies, switches."""
 SUMMARY_FILE = "neuron-explorer-summary.json"
 SYSTEM_FILE = "neuron-explorer-system.json"
+PARQUET_DIR = "neuron-explorer-parquet"
+"""The folder named to ``--output-file`` for Parquet; the tables read are kept as ``<PARQUET_DIR>-<file>``."""
+EXECUTIONS = "executions"
+"""The per-step counter of ExecutionInfo rows: device programs per call."""
 
 Runner = Callable[..., "subprocess.CompletedProcess[bytes]"]
 
@@ -76,7 +87,7 @@ def session_dir(folder: Path) -> Path | None:
 
 def explore(session: Path, steps: int, scratch: Path, which: Callable[[str], str | None] | None = None,
             run: Runner | None = None) -> Exploration:
-    """Run neuron-explorer twice on ``session`` (summary-json, then json) and read both by their documented fields."""
+    """neuron-explorer on ``session``: its Parquet where that gives device figures, else summary-json and json."""
     exe = (which or shutil.which)(EXPLORER)
     run = run or subprocess.run
     if exe is None:
@@ -84,6 +95,46 @@ def explore(session: Path, steps: int, scratch: Path, which: Callable[[str], str
                                                 "system-trace counters (install the Neuron tools and profile or "
                                                 "import again)",), {})
     scratch.mkdir(parents=True, exist_ok=True)
+    tried = explore_parquet(exe, session, steps, scratch, run)
+    if isinstance(tried, Exploration):
+        return tried
+    found = explore_summary_json(exe, session, steps, scratch, run)
+    return replace(found, notes=(*found.notes, f"summary-json used because Parquet gave no device figures: {tried}"))
+
+
+def explore_parquet(exe: str, session: Path, steps: int, scratch: Path, run: Runner) -> Exploration | str:
+    """``view -d SESSION --output-format parquet --output-file DIR`` read by parquet.py; else why not, in words."""
+    missing = parquet.pyarrow_missing()
+    if missing:
+        return missing
+    out_dir = scratch / PARQUET_DIR
+    argv = (exe, "view", "-d", str(session), "--output-format", "parquet", "--output-file", str(out_dir))
+    if out_dir.is_dir():
+        shutil.rmtree(out_dir)  # reportgen's own scratch folder: no table of an earlier call may be read
+    problem = _call(argv, run)[1]
+    if problem:
+        return problem
+    read = parquet.read_profile(out_dir)
+    if not read.figures:
+        return "; ".join(read.notes)
+    notes = list(read.notes)
+    counts: dict[str, float] = {}
+    if read.events is None:
+        notes.append("the Parquet has no SystemProfileEvents table: no system-trace counters")
+    else:
+        counts, note = count_events(read.events, "SystemProfileEvents")
+        notes.append(note)
+    if "execution_count" in read.figures:
+        counts[EXECUTIONS] = read.figures["execution_count"]
+    if steps <= 0:
+        notes.append("no profiled steps known: the counters are totals for the whole capture")
+    raw = {f"{PARQUET_DIR}-{p.relative_to(out_dir).as_posix().replace('/', '-')}": p.read_bytes() for p in read.files}
+    return Exploration(dict(read.figures), {k: v / max(steps, 1) for k, v in counts.items()}, steps,
+                       _shown(argv, session), tuple(notes), raw)
+
+
+def explore_summary_json(exe: str, session: Path, steps: int, scratch: Path, run: Runner) -> Exploration:
+    """The fallback: neuron-explorer twice on ``session`` (summary-json, then json), read by their documented fields."""
     summary_out = view(exe, session, "summary-json", scratch / SUMMARY_FILE, run)
     system_out = view(exe, session, "json", scratch / SYSTEM_FILE, run, "--ignore-device-profile")
     notes: list[str] = []
@@ -114,13 +165,9 @@ def view(exe: str, session: Path, fmt: str, out_file: Path, run: Runner, *extra:
     """``neuron-explorer view -d SESSION --output-format FMT --output-file OUT``: the file's bytes, else stdout."""
     argv = (exe, "view", "-d", str(session), "--output-format", fmt, "--output-file", str(out_file), *extra)
     out_file.unlink(missing_ok=True)
-    try:
-        proc = run(list(argv), capture_output=True, timeout=TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return ToolOutput(argv, None, f"neuron-explorer could not run ({type(exc).__name__})")
-    if proc.returncode != 0:
-        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:300]
-        return ToolOutput(argv, None, f"neuron-explorer failed (exit {proc.returncode}: {err})")
+    proc, problem = _call(argv, run)
+    if proc is None:
+        return ToolOutput(argv, None, problem)
     if out_file.is_file():
         return ToolOutput(argv, out_file.read_bytes(), None)
     if proc.stdout.strip():
@@ -128,20 +175,38 @@ def view(exe: str, session: Path, fmt: str, out_file: Path, run: Runner, *extra:
     return ToolOutput(argv, None, "neuron-explorer wrote nothing (no --output-file and no stdout)")
 
 
+def _call(argv: tuple[str, ...], run: Runner) -> tuple[subprocess.CompletedProcess[bytes] | None, str | None]:
+    """One neuron-explorer run: the finished process, or None and why it failed."""
+    try:
+        proc = run(list(argv), capture_output=True, timeout=TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"neuron-explorer could not run ({type(exc).__name__})"
+    if proc.returncode != 0:
+        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[:300]
+        return None, f"neuron-explorer failed (exit {proc.returncode}: {err})"
+    return proc, None
+
+
 def parse_system_counts(raw: bytes) -> tuple[dict[str, float], str]:
-    """Counts of COUNTER_EVENTS among the SystemProfileEvents records of NeuronCore 0 (nc_idx 0 or absent)."""
+    """Counts of COUNTER_EVENTS among the system-trace records of the legacy json export (objects with the
+    SystemProfileEvents fields ``name`` and ``trace_event_source``, wherever they sit)."""
     data, _ = load_json(raw)
     if data is None:
         return {}, "json export is not JSON: no system-trace counters"
-    events = [r for _, r in records(data) if isinstance(r.get("name"), str)
-              and isinstance(r.get("trace_event_source"), str) and r.get("nc_idx", 0) in (0, "0")]
+    return count_events((r for _, r in records(data)), "json export")
+
+
+def count_events(rows: Iterable[dict[str, Any]], where: str) -> tuple[dict[str, float], str]:
+    """Counts of COUNTER_EVENTS among the SystemProfileEvents rows of NeuronCore 0 (``nc_idx`` 0 or absent)."""
+    events = [r for r in rows if isinstance(r.get("name"), str) and isinstance(r.get("trace_event_source"), str)
+              and r.get("nc_idx", 0) in (0, "0")]
     if not events:
-        return {}, ("json export holds no system-trace events (objects with name and trace_event_source): "
+        return {}, (f"{where} holds no system-trace events of NeuronCore 0 (name, trace_event_source, nc_idx): "
                     "no counters")
     names = Counter(str(r["name"]) for r in events)
     counts = {name: float(names.get(name, 0)) for name in COUNTER_EVENTS}
     counts["system_trace_events"] = float(len(events))
-    return counts, f"system-trace counters from {len(events)} events of NeuronCore 0 in the json export"
+    return counts, f"system-trace counters from {len(events)} events of NeuronCore 0 in the {where}"
 
 
 def _shown(argv: tuple[str, ...], session: Path) -> str:
@@ -165,10 +230,12 @@ def timing_source(exploration: Exploration | None, device_events_per_step: int |
         return f"{host}; device time: the device events in trace.json"
     table = "trace.json has no device events (documented as a framework-level trace), so the op table shows host CPU time"
     summary = exploration.summary if exploration else {}
-    field = next((f for f in ("total_active_time", "total_time") if f in summary), None)
+    field = next((f for f in DEVICE_TIME_FIELDS if f in summary), None)
     if field is not None and exploration is not None:
         steps = f"over {exploration.steps} profiled step(s)" if exploration.steps > 0 else "for the whole capture"
-        gaps = "idle gaps excluded" if field == "total_active_time" else "idle gaps included: no total_active_time"
+        gaps = {"execution_time": f"the sum of {summary.get('execution_count', 0):g} executions' spans in "
+                                  "ExecutionInfo, idle gaps between executions excluded",
+                "total_active_time": "idle gaps excluded"}.get(field, "idle gaps included: no total_active_time")
         return (f"{host}; device time: the NTFF via neuron-explorer ({field} {summary[field]:.6g} s {steps}, "
                 f"{gaps}); {table}")
     reason = exploration.notes[0] if exploration and exploration.notes else (why_none or "no device summary")

@@ -95,7 +95,7 @@ def parse_summary(raw: bytes) -> SummaryRead:
     notes = [f"skipped {skipped} line(s) printed before the JSON (log lines)"] if skipped else []
     schema = next((str(r[SCHEMA_FIELD]) for _, r in records(data) if isinstance(r.get(SCHEMA_FIELD), str)), None)
     if schema is not None:
-        refusal = _schema_refusal(schema)
+        refusal = schema_refusal(schema)
         if refusal:
             return SummaryRead({}, (refusal,), 0, schema)
         notes.append(f"profile schema {schema}")
@@ -103,7 +103,7 @@ def parse_summary(raw: bytes) -> SummaryRead:
     if not found:
         return SummaryRead({}, ("summary-json holds no Summary record (no object with a numeric total_time): no "
                                 "device summary (its schema may have changed)", *notes), 0, schema)
-    figures, partial = _combine([r for _, r in found])
+    figures, partial = combine([r for _, r in found])
     absent = [k for k in CORE_FIELDS if k not in figures]
     head = "device summary from neuron-explorer summary-json"
     if len(found) > 1:
@@ -120,7 +120,8 @@ def parse_summary(raw: bytes) -> SummaryRead:
     return SummaryRead(figures, tuple(notes), len(found), schema)
 
 
-def _schema_refusal(version: str) -> str | None:
+def schema_refusal(version: str) -> str | None:
+    """None for a profile schema of the major version reportgen reads, else the one-line refusal."""
     major = version.split(".", 1)[0].strip()
     if major.isdigit() and int(major) == KNOWN_SCHEMA_MAJOR:
         return None
@@ -129,13 +130,14 @@ def _schema_refusal(version: str) -> str | None:
             f"{KNOWN_SCHEMA_MAJOR}.x or a reportgen that reads {version}")
 
 
-def _kept(name: str) -> bool:
+def kept(name: str) -> bool:
+    """Whether a Summary field is one reportgen keeps (CORE_FIELDS, OPTIONAL_FIELDS, the per-engine figures)."""
     return name in CORE_FIELDS or name in OPTIONAL_FIELDS or name.endswith(ENGINE_FIELD_SUFFIXES)
 
 
-def _combine(found: list[dict[str, Any]]) -> tuple[dict[str, float], list[str]]:
+def combine(found: list[dict[str, Any]]) -> tuple[dict[str, float], list[str]]:
     """Fields every record gives: summed, or (``*_percent``) the total_time-weighted mean; and those only some give."""
-    names = sorted({k for r in found for k, v in r.items() if _kept(k) and number(v) is not None})
+    names = sorted({k for r in found for k, v in r.items() if kept(k) and number(v) is not None})
     weights = [number(r.get(WEIGHT)) or 0.0 for r in found]
     figures: dict[str, float] = {}
     partial = []

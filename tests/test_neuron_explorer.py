@@ -2,7 +2,8 @@
 
 The fake executable checks its argv against the documented form (``view -d <session>
 --output-format parquet|summary-json|json``) and, configured without Parquet, fails it, so these
-tests read the summary-json fallback (the Parquet reader: tests/test_neuron_parquet.py); its summary-json records carry the counter names and values
+tests read the summary-json fallback (the Parquet reader: tests/test_neuron_parquet.py); its
+summary-json records carry the counter names and values
 of a real inf2 summary (tests/data/neuron/), keyed by node, one per NEFF for an eager capture,
 sometimes after log lines. The system-trace records carry the documented SystemProfileEvents
 names (not checked against a real export). Nothing here has seen a real NTFF.

@@ -169,7 +169,7 @@ def per_neff(executions: Sequence[Execution]) -> list[tuple[str, int, float | No
         counts[name] += 1
         before, d = nanos.get(name, 0), e.duration_ns
         nanos[name] = None if before is None or d is None else before + d
-    found = [(n, counts[n], None if nanos[n] is None else nanos[n] / 1e9) for n in counts]  # type: ignore[operator]
+    found = [(n, counts[n], None if (ns := nanos[n]) is None else ns / 1e9) for n in counts]
     return sorted(found, key=lambda t: (-(t[2] or 0.0), t[0]))
 
 
@@ -201,11 +201,12 @@ def _execution(row: dict[str, Any], position: int) -> Execution:
 
 def _agreed(rows: list[dict[str, Any]], names: tuple[str, ...]) -> dict[str, float]:
     """Each of ``names`` that every row gives as the same number."""
-    agreed = {}
+    agreed: dict[str, float] = {}
     for name in names:
         values = {number(r.get(name)) for r in rows}
-        if len(values) == 1 and None not in values:
-            agreed[name] = values.pop()  # type: ignore[assignment]  # None excluded above
+        value = values.pop() if len(values) == 1 else None
+        if value is not None:
+            agreed[name] = value
     return agreed
 
 

@@ -258,3 +258,13 @@ def test_an_eager_import_reads_the_parquet_and_the_page_shows_it(tmp_path: Path,
             f"<td>0.0 %</td><td>0.0 %</td><td>{mbu}</td>") in html
     assert "vector 12.5 %" in html and "ridge (FLOP/byte)" in html and "<td>109</td>" in html
     assert f"| 3 | 3 | 250.0 | 0.0 % | 0.0 % | {mbu} |" in md
+
+
+def test_the_base_install_never_imports_pyarrow() -> None:
+    """pyarrow is imported only by the Parquet reader, when it reads: the CLI and the neuron backend load without it."""
+    import subprocess
+
+    code = ("import sys; import reportgen.cli, reportgen.devices.neuron.device, reportgen.devices.neuron.parquet; "
+            "print('pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

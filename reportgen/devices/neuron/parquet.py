@@ -17,8 +17,10 @@ named after it (``Summary.parquet``), a large table split into numbered files (`
 - ``SystemProfileEvents``: ``name``, ``trace_event_source``, ``nc_idx`` for the fusion counters.
 
 Assumed, not documented: that a session's several device profiles (if any) land in the named folder
-or folders below it (every matching file under it is read), and that float fields may be stored as
-32- or 64-bit floats. pyarrow is imported only here, lazily: ``reportgen[neuron]`` installs it.
+or folders below it (every matching file under it is read); that float fields may be stored as
+32- or 64-bit floats; that the Parquet ``*_percent`` fields (unit "percent" in SCH) hold the same
+ratios as summary-json does. Tested only against tables written from SCH (tests/data/neuron/parquet/),
+never against a real export. pyarrow is imported only here, lazily: ``reportgen[neuron]`` installs it.
 """
 
 from __future__ import annotations

@@ -99,6 +99,7 @@ def test_comment_token_never_leaves_api_origin(tmp_path: Path, serve: Callable[.
     other = serve(github)
     api = serve(lambda m, p: (code, {"Location": f"{other.url}{p}"}, b""))
     proc = post_comment(tmp_path, api.url)
+    assert not any(TOKEN in str(headers) for _m, _p, headers in other.seen)
     assert proc.returncode == 3
     line = one_line(proc)
     assert f"was redirected to another origin ({other.url})" in line and "comment was not posted" in line

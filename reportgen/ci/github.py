@@ -139,10 +139,10 @@ class GitHub:
         url, data = f"{self.base}{path}", (json.dumps(body).encode() if body is not None else None)
         what = f"{method} {terminal_safe(clip(path, QUOTE_CHARS))}"
         for _hop in range(MAX_REDIRECTS + 1):
-            status, headers, raw = self._send(method, url, data)
+            status, location, raw = self._send(method, url, data)
             if status not in REDIRECT_CODES:
                 break
-            url = self._redirect_target(url, headers.get("Location"), what)
+            url = self._redirect_target(url, location, what)
         else:
             raise ApiError(f"GitHub API: {what} was redirected more than {MAX_REDIRECTS} times; "
                            "check GITHUB_API_URL")
@@ -158,20 +158,21 @@ class GitHub:
         target = urllib.parse.urljoin(url, location)
         if origin(target) != origin(self.api):
             raise ApiError(f"GitHub API: {what} was redirected to another origin ({origin_text(target)}); "
-                           f"the token is sent only to {origin_text(self.api)}, so the comment was not posted; "
+                           f"the token is sent only to {origin_text(self.api)}; "
                            "set GITHUB_API_URL to the API's final address")
         return target
 
-    def _send(self, method: str, url: str, data: bytes | None) -> tuple[int, Mapping[str, str], bytes]:
+    def _send(self, method: str, url: str, data: bytes | None) -> tuple[int, str | None, bytes]:
+        """(status, Location header, body) of one request; a 3xx or 4xx/5xx answer is returned, not raised."""
         req = urllib.request.Request(url, data=data, method=method, headers={
             "Authorization": f"Bearer {self.token}", "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json"})
         try:
             with self._opener.open(req, timeout=30) as resp:
-                return resp.status, resp.headers, _read(resp)
+                return resp.status, resp.headers.get("Location"), _read(resp)
         except urllib.error.HTTPError as exc:
             try:
-                return exc.code, exc.headers, (_read(exc) if exc.fp is not None else b"")
+                return exc.code, exc.headers.get("Location"), (_read(exc) if exc.fp is not None else b"")
             finally:
                 exc.close()
         except http.client.HTTPException as exc:  # not HTTP at all, or cut short

@@ -308,7 +308,7 @@ def test_action_inputs_are_single_words_never_globbed_or_options(tmp_path: Path)
                                         "--scenario=bench/*.py"]
 
 
-HOSTILE_SCENARIO_NAMES = ["-[click](https:evil.example)", "-@octocat", "![x](x.png)", "<img src=x>"]
+HOSTILE_SCENARIO_NAMES = ["-[click](https:evil.example)", "-@octocat", "![x](x.png)", "<img src=x>", "x" * 252]
 
 
 @pytest.mark.skipif(shutil.which("cmark-gfm") is None, reason="cmark-gfm (GitHub's renderer) is not installed")

@@ -76,14 +76,14 @@ def github(method: str, path: str) -> Reply:
     return json_reply([]) if method == "GET" else json_reply({"id": 9, "body": "x"}, 201)
 
 
-def post_comment(tmp_path: Path, api_url: str) -> subprocess.CompletedProcess[str]:
+def post_comment(tmp_path: Path, api_url: str, token: str = TOKEN, pr: str = "7") -> subprocess.CompletedProcess[str]:
     """``python -m reportgen.ci.comment`` as the action runs it."""
     body = tmp_path / "comment.md"
     body.write_text(f"{MARKER}\nhello\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    env.update({"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": "o/r", "GITHUB_API_URL": api_url,
+    env.update({"GITHUB_TOKEN": token, "GITHUB_REPOSITORY": "o/r", "GITHUB_API_URL": api_url,
                 "PYTHONPATH": str(ROOT), "HTTP_PROXY": "", "http_proxy": ""})
-    return subprocess.run([sys.executable, "-m", "reportgen.ci.comment", "--pr", "7", "--body", str(body)],
+    return subprocess.run([sys.executable, "-m", "reportgen.ci.comment", "--pr", pr, "--body", str(body)],
                           capture_output=True, text=True, env=env, timeout=60)
 
 
@@ -163,3 +163,16 @@ def test_comment_created_answer_must_be_a_comment(tmp_path: Path, serve: Callabl
     proc = post_comment(tmp_path, api.url)
     assert proc.returncode == 3
     assert "POST /issues/7/comments answered" in one_line(proc)
+
+
+@pytest.mark.parametrize(("token", "pr", "expected"), [(TOKEN + "\n", "7", "GITHUB_TOKEN: not a token"),
+                                                     ("a b", "7", "GITHUB_TOKEN: not a token"),
+                                                     (TOKEN, "0", "--pr 0: not a pull-request number"),
+                                                     (TOKEN, "-3", "--pr -3: not a pull-request number")])
+def test_comment_bad_token_or_pr_is_one_line_without_the_token(tmp_path: Path, serve: Callable[..., Server],
+                                                              token: str, pr: str, expected: str) -> None:
+    api = serve(github)
+    proc = post_comment(tmp_path, api.url, token=token, pr=pr)
+    assert proc.returncode in (2, 3)
+    line = one_line(proc)
+    assert expected in line and token.strip() not in line and api.seen == []

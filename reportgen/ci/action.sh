@@ -118,11 +118,12 @@ pull_request() {
   read -r -a extra <<< "${RG_AB_ARGS:-}"
   {
     echo "<!-- reportgen-compare -->"
-    local first=1
+    local first=1 n=0
     for scenario in "${scenarios[@]}"; do
       [ -n "$scenario" ] || continue
       [ "$first" -eq 1 ] || echo; first=0
-      local rc=0 out="$tmp/reportgen-ab-${scenario//\//_}.md"
+      n=$((n + 1))
+      local rc=0 out="$tmp/reportgen-ab-$n.md"  # numbered: a checkout's name never becomes a file name
       rm -f -- "$out"
       (cd "$workspace" && reportgen ab "--base=$base" "--head=$workspace" "--scenario=$scenario" "--store=$store" \
         "--output=$out" ${RG_THRESHOLD:+"--threshold=$RG_THRESHOLD"} ${RG_DEVICE:+"--device=$RG_DEVICE"} \

@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     if not token or not repo:
         print(f"{PREFIX} GITHUB_TOKEN or GITHUB_REPOSITORY is not set; the comment was not posted", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    if args.pr <= 0:
+        print(f"{PREFIX} --pr {args.pr}: not a pull-request number; the comment was not posted", file=sys.stderr)
+        return ExitCode.USAGE
     try:
         gh = GitHub(os.environ.get("GITHUB_API_URL", "https://api.github.com"), repo, token)
         what = post_or_update(gh, args.pr, _read_body(args.body))

@@ -69,6 +69,15 @@ def check_api_url(api_url: str) -> str:
     return api_url.rstrip("/")
 
 
+def check_token(token: str) -> str:
+    """The token, when it can be an HTTP header value (printable ASCII, no space); the message never shows it."""
+    if not token or not all("!" <= c <= "~" for c in token):
+        raise ApiError("GITHUB_TOKEN: not a token (empty, or holding spaces, line breaks or other characters a "
+                       "token never has); pass the action's token input, e.g. ${{ github.token }}",
+                       field="GITHUB_TOKEN")
+    return token
+
+
 def check_repository(repository: str) -> str:
     """``OWNER/NAME`` as GitHub sets ``GITHUB_REPOSITORY``; refuse anything that would change the request path."""
     if not _REPOSITORY_RE.match(repository) or ".." in repository:
@@ -128,7 +137,7 @@ class GitHub:
     def __init__(self, api_url: str, repository: str, token: str) -> None:
         self.api = check_api_url(api_url)
         self.base = f"{self.api}/repos/{check_repository(repository)}"
-        self.token = token
+        self.token = check_token(token)
         handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
         if origin(self.api)[0] == "http":
             handlers.append(urllib.request.ProxyHandler({}))  # plain http to this machine: no proxy sees the token

@@ -267,7 +267,8 @@ def test_pull_request_mode_takes_the_scenarios_from_the_input_else_the_head_conf
 
 
 @pytest.mark.parametrize("value", ["--upload-pack=touch {pwned};git-upload-pack", "-b", "refs/heads/reportgen-results",
-                                   "a..b", "@{-1}", "x y", "HEAD"])
+                                   "a..b", "@{-1}", "@", "x y", "HEAD", "a;touch {pwned}", "$(touch {pwned})",
+                                   "pages\u202e"])
 def test_action_results_branch_is_a_branch_name_never_a_git_option(tmp_path: Path, value: str) -> None:
     """RG_RESULTS_BRANCH is checked as a branch name before any git call: one line, exit 2, no command run,
     the remote and the checkout unchanged."""

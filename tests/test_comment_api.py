@@ -168,7 +168,8 @@ def test_comment_created_answer_must_be_a_comment(tmp_path: Path, serve: Callabl
 @pytest.mark.parametrize(("token", "pr", "expected"), [(TOKEN + "\n", "7", "GITHUB_TOKEN: not a token"),
                                                      ("a b", "7", "GITHUB_TOKEN: not a token"),
                                                      (TOKEN, "0", "--pr 0: not a pull-request number"),
-                                                     (TOKEN, "-3", "--pr -3: not a pull-request number")])
+                                                     (TOKEN, "-3", "--pr -3: not a pull-request number"),
+                                                     (TOKEN, "1e3", "argument --pr: invalid int value: '1e3'")])
 def test_comment_bad_token_or_pr_is_one_line_without_the_token(tmp_path: Path, serve: Callable[..., Server],
                                                               token: str, pr: str, expected: str) -> None:
     api = serve(github)

@@ -246,7 +246,7 @@ def test_publish_branch_is_a_branch_name_not_a_ref(tmp_path: Path, capsys: pytes
     assert git(repo, "for-each-ref") == refs
 
 
-@pytest.mark.parametrize("branch", ["-b", "--upload-pack=x", "@{-1}", "HEAD", "a\x00b", "main\n"])
+@pytest.mark.parametrize("branch", ["-b", "--upload-pack=x", "@{-1}", "@", "HEAD", "a\x00b", "main\n", "gh-pages\u202e"])
 def test_publish_branch_never_read_as_an_option(tmp_path: Path, branch: str) -> None:
     repo, _ = make_repo(tmp_path)
     refs = git(repo, "for-each-ref")

@@ -47,8 +47,10 @@ check_inputs() {
 check_branch_name() {
   local name="$1" value="$2"
   case "$value" in
-    "" | -* | refs/* | HEAD | *@\{*) refuse "$name: '${value:0:80}' is not a branch name; give a plain name such as reportgen-results" ;;
+    "" | -* | refs/* | HEAD | @ | *@\{*) refuse "$name: '${value:0:80}' is not a branch name; give a plain name such as reportgen-results" ;;
   esac
+  [[ "$value" =~ ^[A-Za-z0-9._/-]+$ ]] || \
+    refuse "$name: '${value:0:80}' is not a branch name (letters, digits, '.', '_', '-', '/'); give a plain name such as reportgen-results"
   git check-ref-format --branch "$value" >/dev/null 2>&1 || \
     refuse "$name: '${value:0:80}' is not a valid branch name; give a plain name such as reportgen-results"
 }

@@ -13,7 +13,7 @@ import os
 import sys
 import urllib.error
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from reportgen.ci.github import GitHub, comment_id, expect_list, expect_object_with_id
 from reportgen.compare.report import MARKER
@@ -67,8 +67,15 @@ def _read_body(path: Path) -> str:
                              "it must be a UTF-8 file") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line (exit 2), like every other refusal of the action."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.USAGE, f"{PREFIX} {terminal_safe(message)}; usage: {self.prog} --pr N --body FILE\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reportgen.ci.comment")
+    parser = _Parser(prog="python -m reportgen.ci.comment")
     parser.add_argument("--pr", type=int, required=True)
     parser.add_argument("--body", type=Path, required=True)
     args = parser.parse_args(argv)

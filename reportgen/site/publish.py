@@ -176,7 +176,8 @@ def open_repo(repo: Path) -> _Git:
 
 def _check_branch(git: _Git, branch: str) -> str:
     """``refs/heads/<branch>``; refuse a bad name, a full ref name, or the branch checked out in the repository."""
-    plain = not branch.startswith("-") and all(" " <= c != "\x7f" for c in branch)  # git reads '-x' as an option
+    # git reads '-x' as an option and '@' / '@{-1}' as other branches; controls and bidi overrides hide the name
+    plain = not branch.startswith("-") and branch != "@" and "@{" not in branch and branch.isprintable()
     if not plain or git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
         raise SiteError(f"branch {branch[:80]!r}: not a valid branch name", field="branch")
     if branch.startswith("refs/"):  # git would make refs/heads/refs/heads/main

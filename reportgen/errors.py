@@ -83,3 +83,7 @@ class CompareError(ReportgenError):
 
 class ConfigError(ReportgenError):
     """A value in the project configuration (file, environment variable or flag) is wrong."""
+
+
+class ApiError(ReportgenError):
+    """The GitHub API cannot be reached safely, refused the request, or answered something unexpected."""

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT
+from hostile import tree_hash
 from user_repo_kit import ADD_RMSNORM, git, write_user_package
 
 from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
@@ -260,3 +261,85 @@ def test_pull_request_mode_takes_the_scenarios_from_the_input_else_the_head_conf
     given = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
                            env={**env, "RG_SCENARIOS": " softmax  bench/x.py *"})
     assert given.stdout.splitlines() == ["softmax", "bench/x.py", "*"]
+
+
+# --- hostile inputs and checkouts ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["--upload-pack=touch {pwned};git-upload-pack", "-b", "refs/heads/reportgen-results",
+                                   "a..b", "@{-1}", "@", "x y", "HEAD", "a;touch {pwned}", "$(touch {pwned})",
+                                   "pages\u202e"])
+def test_action_results_branch_is_a_branch_name_never_a_git_option(tmp_path: Path, value: str) -> None:
+    """RG_RESULTS_BRANCH is checked as a branch name before any git call: one line, exit 2, no command run,
+    the remote and the checkout unchanged."""
+    remote, work = user_repo(tmp_path)
+    pwned = tmp_path / "pwned"
+    before = (tree_hash(remote), tree_hash(work))
+    env = action_env(tmp_path, work, RG_RESULTS_BRANCH=value.replace("{pwned}", str(pwned)), RG_SITE_DIR=str(tmp_path / "site"))
+    proc = run_action("push", env, work)
+    assert not pwned.exists()
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("reportgen-action: RG_RESULTS_BRANCH: ")
+    assert "branch name" in proc.stderr
+    assert (tree_hash(remote), tree_hash(work)) == before and not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize(("name", "value"), [("RG_MACHINE", "ci-box\n--dtype\nbfloat16"),
+                                             ("RG_SCENARIOS", "add_rmsnorm\n--dtype bfloat16"),
+                                             ("RG_DEVICE", "cpu\r"), ("RG_RESULTS_BRANCH", "main\n")])
+def test_action_input_with_a_line_break_is_refused(tmp_path: Path, name: str, value: str) -> None:
+    """A line break in an input would become extra arguments: refused in one line naming the input."""
+    remote, work = user_repo(tmp_path)
+    before = (tree_hash(remote), tree_hash(work))
+    proc = run_action("push", action_env(tmp_path, work, **{name: value}), work)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr == f"reportgen-action: {name}: contains a line break; give the value on one line\n"
+    assert (tree_hash(remote), tree_hash(work)) == before
+
+
+def test_action_inputs_are_single_words_never_globbed_or_options(tmp_path: Path) -> None:
+    """profile_args (the script sourced): `*` stays `*` (not the checkout's file names), and each value is one
+    `--flag=value` word, so a value starting with '-' is never read as an option."""
+    _remote, work = user_repo(tmp_path)
+    script = f'source "{ACTION_SCRIPT}"; profile_args; printf "%s\\n" "${{PROFILE_ARGS[@]}}"'
+    env = action_env(tmp_path, work, RG_SCENARIOS="* bench/*.py", RG_MACHINE="--dtype bfloat16", RG_DEVICE="-h")
+    proc = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["--quiet", "--device=-h", "--machine=--dtype bfloat16", "--scenario=*",
+                                        "--scenario=bench/*.py"]
+
+
+HOSTILE_SCENARIO_NAMES = ["-[click](https:evil.example)", "-@octocat", "![x](x.png)", "<img src=x>", "x" * 252]
+
+
+@pytest.mark.skipif(shutil.which("cmark-gfm") is None, reason="cmark-gfm (GitHub's renderer) is not installed")
+def test_action_comment_shows_checkout_names_as_text(tmp_path: Path, api: tuple[str, FakeGitHub]) -> None:
+    """A head whose scenario files are named as Markdown (a link, a mention, an image, HTML) that `reportgen ab`
+    cannot compare: each "not compared" line shows the name as text; GitHub's renderer makes no link, image or
+    mention of it."""
+    url, state = api
+    _remote, work = user_repo(tmp_path)
+    git(work, "rm", "--quiet", "bench/add_rmsnorm.py")
+    (work / "bench").mkdir(exist_ok=True)
+    for name in HOSTILE_SCENARIO_NAMES:
+        (work / "bench" / f"{name}.py").write_text("")  # declares nothing: ab fails on both sides (exit 3)
+    git(work, "add", "-A")
+    git(work, "commit", "--quiet", "-m", "base: hostile scenario names")
+    base_sha = git(work, "rev-parse", "HEAD")
+    (work / "README.md").write_text("head\n")
+    git(work, "add", "-A")
+    git(work, "commit", "--quiet", "-m", "head")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "base": {"sha": base_sha}}}))
+    env = action_env(tmp_path, work, GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=url)
+    proc = run_action("pull-request", env, work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    body = state.comments[0]["body"]
+    assert body.count(": not compared (reportgen ab exit ") == len(HOSTILE_SCENARIO_NAMES)
+    assert "@\u2060octocat" in body and "@octocat" not in body
+    html = subprocess.run(["cmark-gfm", "--extension", "autolink", "--extension", "table"], input=body,
+                          capture_output=True, text=True, check=True).stdout
+    assert "<a " not in html and "<img" not in html and "evil.example\">" not in html
+    for name in HOSTILE_SCENARIO_NAMES:
+        shown = name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "@\u2060")
+        assert f"<strong>{shown}</strong>: not compared" in html

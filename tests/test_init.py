@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
+from hostile import snapshot
 
 from reportgen.ci.init import DEFAULT_ACTION_REF, FILES
 from reportgen.cli import main
@@ -85,3 +89,56 @@ def test_workflow_passes_the_shared_cpu_runner_flags_to_ab(tmp_path: Path) -> No
     assert args.threads == 1 and args.huge_pages is True
     push_steps = [s for s in wf["jobs"]["profile"]["steps"] if s.get("with", {}).get("mode") == "push"]
     assert push_steps and "ab-args" not in push_steps[0]["with"]
+
+
+@pytest.mark.parametrize("ref", ["", " ", "me/reportgen@", "me/reportgen@v1\n", "@v1"])
+def test_init_action_ref_must_name_a_ref(tmp_path: Path, capsys: pytest.CaptureFixture[str], ref: str) -> None:
+    """An empty or ref-less --action-ref would write `uses: ...@`: refused, nothing written."""
+    assert main(["init", "--dir", str(tmp_path), "--action-ref", ref]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("reportgen: error: --action-ref ") and "expected OWNER/REPO@REF" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_init_writes_all_or_nothing_when_a_folder_cannot_be_made(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`.github` is a file, so the workflow's folder cannot be made after two files were written: those two
+    (and bench/) are removed again; one line names the path; the folder is as it was."""
+    (tmp_path / ".github").write_text("mine\n")
+    before = snapshot(tmp_path)
+    assert main(["init", "--dir", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"reportgen: error: {tmp_path / '.github'}: cannot be written (File exists); reportgen "
+                            "init wrote nothing; use a writable folder with free space\n")
+    assert snapshot(tmp_path) == before
+
+
+def test_init_writes_all_or_nothing_when_the_disk_is_full(tmp_path: Path) -> None:
+    """A real write failure (a 1,000-byte file size limit: EFBIG, as a full disk gives ENOSPC) while writing the
+    second file: exit 2, one line, no file or folder of init's left behind."""
+    import resource
+    import signal
+    import sys
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+
+    before = snapshot(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "reportgen", "init", "--dir", str(tmp_path)], capture_output=True,
+                          text=True, preexec_fn=limit, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"reportgen: error: {tmp_path / 'bench'}") and proc.stderr.count("\n") == 1
+    assert "cannot be written (File too large); reportgen init wrote nothing" in proc.stderr
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_init_files_get_the_umask_mode(tmp_path: Path, umask: int, mode: int) -> None:
+    old = os.umask(umask)
+    try:
+        assert main(["init", "--dir", str(tmp_path)]) == 0
+    finally:
+        os.umask(old)
+    assert {rel: stat.S_IMODE((tmp_path / rel).stat().st_mode) for rel in WRITTEN} == dict.fromkeys(WRITTEN, mode)

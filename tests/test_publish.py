@@ -232,6 +232,29 @@ def test_bad_branch_name_is_refused(tmp_path: Path) -> None:
     assert err.value.as_flag_message() == "--branch 'a..b': not a valid branch name"
 
 
+@pytest.mark.parametrize(("branch", "fix"), [("refs/heads/main", "main"), ("refs/heads/gh-pages", "gh-pages"),
+                                           ("refs/gh-pages", "gh-pages")])
+def test_publish_branch_is_a_branch_name_not_a_ref(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   branch: str, fix: str) -> None:
+    """`--branch refs/heads/main` would make a branch literally named so: refused with the fix, nothing changed."""
+    repo, _ = make_repo(tmp_path)
+    site = make_site(tmp_path, ["run-1"])
+    refs = git(repo, "for-each-ref")
+    assert main(["publish", "--site", str(site), "--repo", str(repo), "--branch", branch]) == 3
+    assert capsys.readouterr().err == (f"reportgen: error: --branch {branch!r}: a full ref name, not a branch name; "
+                                       f"give the branch name, e.g. {fix}\n")
+    assert git(repo, "for-each-ref") == refs
+
+
+@pytest.mark.parametrize("branch", ["-b", "--upload-pack=x", "@{-1}", "@", "HEAD", "a\x00b", "main\n", "gh-pages\u202e"])
+def test_publish_branch_never_read_as_an_option(tmp_path: Path, branch: str) -> None:
+    repo, _ = make_repo(tmp_path)
+    refs = git(repo, "for-each-ref")
+    with pytest.raises(SiteError, match=r": not a valid branch name$"):
+        publish_site(make_site(tmp_path, ["run-1"]), repo, branch=branch)
+    assert git(repo, "for-each-ref") == refs
+
+
 def test_push_to_a_missing_remote_fails_with_one_line(tmp_path: Path) -> None:
     repo, _ = make_repo(tmp_path)
     with pytest.raises(SiteError, match=r"'git push' failed: .*nowhere"):

@@ -83,9 +83,9 @@ def test_pull_request_flow_runs_ab_and_comments(wf: dict[Any, Any]) -> None:
     assert checkout["with"] == {"ref": "${{ github.event.pull_request.head.sha }}", "fetch-depth": 0}
     assert local_action_step(wf, "compare")["with"]["mode"] == "pull-request"
     script = ACTION_SCRIPT.read_text()  # the action's logic; tests/test_action.py runs it
-    assert 'worktree add --quiet --detach "$base" "$base_sha"' in script
+    assert 'worktree add --quiet --detach -- "$base" "$base_sha"' in script
     assert f'echo "{MARKER}"' in script and "python -m reportgen.ci.comment" in script
-    assert 'reportgen ab --base "$base" --head "$workspace" --scenario "$scenario"' in script
+    assert 'reportgen ab "--base=$base" "--head=$workspace" "--scenario=$scenario"' in script
     assert 'if [ "$rc" -eq 1 ]; then gate=1; fi' in script and 'if [ "$gate" -eq 1 ]; then' in script
     assert "reportgen compare" not in script  # runs measured apart cannot gate on timing
 
@@ -109,7 +109,7 @@ def _reportgen_commands(script: str) -> list[list[str]]:
         m = re.search(r"(?:^|[;&|]\s*)reportgen\s+(.*)$", line.strip())
         if not m:
             continue
-        text = EXPRESSION.sub("X", m.group(1)).replace('"${args[@]}"', "--quiet --device cpu")  # profile_args
+        text = EXPRESSION.sub("X", m.group(1)).replace('"${PROFILE_ARGS[@]}"', "--quiet --device=cpu")  # profile_args
         text = re.sub(r'\$\{(\w+)\[@\]\+"\$\{\1\[@\]\}"\}', "", text)  # ${extra[@]+"${extra[@]}"}: none
         text = re.sub(r"\$\{\w+:\+(.*?)\}", r"\1", text)  # ${VAR:+--opt "$VAR"} -> --opt "$VAR"
         text = re.sub(r"\)\s*(?=\|\||&&|;|$)", " ", text)  # (cd DIR && reportgen ...): the subshell's end

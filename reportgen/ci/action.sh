@@ -16,19 +16,55 @@
 # pull-request mode: its A/B runs are not published), RG_SITE_DIR, GITHUB_TOKEN; GitHub's own GITHUB_*
 # variables.
 set -euo pipefail
+set -f  # no glob expansion anywhere: an input such as RG_SCENARIOS='*' is a word, never the checkout's file names
 
 workspace="${GITHUB_WORKSPACE:-$PWD}"
 tmp="${RUNNER_TEMP:-${TMPDIR:-/tmp}}"
 branch="${RG_RESULTS_BRANCH:-reportgen-results}"
 
 log() { echo "reportgen-action: $*" >&2; }
+refuse() { log "$*"; exit 2; }
 
+# check_inputs: every input is one line (a line break would become extra arguments); RG_INSTALL, a shell
+# command the user writes for their own runner, may span lines. Values reach commands only as single,
+# quoted words after their flag (--flag=VALUE) or after `--`, so none is read as an option.
+check_inputs() {
+  local name value
+  for name in RG_SCENARIOS RG_DEVICE RG_MACHINE RG_THRESHOLD RG_AB_ARGS RG_RESULTS_BRANCH RG_BASE_URL \
+              RG_SITE_DIR RG_SITE_URL GITHUB_REF_NAME GITHUB_SHA GITHUB_WORKSPACE RUNNER_TEMP; do
+    value="${!name:-}"
+    case "$value" in
+      *$'\n'* | *$'\r'*) refuse "$name: contains a line break; give the value on one line" ;;
+    esac
+  done
+  check_branch_name RG_RESULTS_BRANCH "$branch"
+  if [ -n "${GITHUB_SHA:-}" ] && ! [[ "$GITHUB_SHA" =~ ^[0-9a-f]{40}([0-9a-f]{24})?$ ]]; then
+    refuse "GITHUB_SHA: '${GITHUB_SHA:0:80}' is not a commit id"
+  fi
+}
+
+# check_branch_name NAME VALUE: VALUE must be a plain branch name (main, reportgen-results), never an option.
+check_branch_name() {
+  local name="$1" value="$2"
+  case "$value" in
+    "" | -* | refs/* | HEAD | @ | *@\{*) refuse "$name: '${value:0:80}' is not a branch name; give a plain name such as reportgen-results" ;;
+  esac
+  [[ "$value" =~ ^[A-Za-z0-9._/-]+$ ]] || \
+    refuse "$name: '${value:0:80}' is not a branch name (letters, digits, '.', '_', '-', '/'); give a plain name such as reportgen-results"
+  git check-ref-format --branch "$value" >/dev/null 2>&1 || \
+    refuse "$name: '${value:0:80}' is not a valid branch name; give a plain name such as reportgen-results"
+}
+
+# profile_args: the `reportgen profile` flags from the inputs, in the array PROFILE_ARGS (no word is split
+# twice: a scenario is one word of RG_SCENARIOS, however it is spelled).
 profile_args() {
-  local args=(--quiet)
-  [ -n "${RG_DEVICE:-}" ] && args+=(--device "$RG_DEVICE")
-  [ -n "${RG_MACHINE:-}" ] && args+=(--machine "$RG_MACHINE")
-  for s in ${RG_SCENARIOS:-}; do args+=(--scenario "$s"); done
-  printf '%s\n' "${args[@]}"
+  local s scenarios=()
+  PROFILE_ARGS=(--quiet)
+  [ -n "${RG_DEVICE:-}" ] && PROFILE_ARGS+=("--device=$RG_DEVICE")
+  [ -n "${RG_MACHINE:-}" ] && PROFILE_ARGS+=("--machine=$RG_MACHINE")
+  read -r -a scenarios <<< "${RG_SCENARIOS:-}"
+  for s in ${scenarios[@]+"${scenarios[@]}"}; do PROFILE_ARGS+=("--scenario=$s"); done
+  return 0
 }
 
 # install DIR: run RG_INSTALL (the user's package) in DIR, if given.
@@ -44,8 +80,8 @@ install() {
 profile() {
   local dir="$1" store="$2" label="$3" rc=0
   install "$dir"
-  mapfile -t args < <(profile_args)
-  (cd "$dir" && reportgen profile "${args[@]}" --store "$store" --label "$label") || rc=$?
+  profile_args
+  (cd "$dir" && reportgen profile "${PROFILE_ARGS[@]}" "--store=$store" "--label=$label") || rc=$?
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ]; then
     log "reportgen profile in $dir failed (exit $rc)"
     return "$rc"
@@ -69,9 +105,12 @@ pull_request() {
   local comment="$tmp/reportgen-comment.md" gate=0 names scenarios=() extra=()
   base_sha="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["base"]["sha"])' "$event")"
   pr="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["number"])' "$event")"
-  git -C "$workspace" cat-file -e "$base_sha^{commit}" 2>/dev/null || git -C "$workspace" fetch --quiet --depth=1 origin "$base_sha"
-  rm -rf "$base" "$store"
-  git -C "$workspace" worktree add --quiet --detach "$base" "$base_sha"
+  [[ "$base_sha" =~ ^[0-9a-f]{40}([0-9a-f]{24})?$ ]] || refuse "$event: pull_request.base.sha is not a commit id"
+  [[ "$pr" =~ ^[1-9][0-9]{0,9}$ ]] || refuse "$event: pull_request.number is not a pull-request number"
+  git -C "$workspace" cat-file -e "$base_sha^{commit}" 2>/dev/null || \
+    git -C "$workspace" fetch --quiet --depth=1 -- origin "$base_sha"
+  rm -rf -- "$base" "$store"
+  git -C "$workspace" worktree add --quiet --detach -- "$base" "$base_sha"
   # Base first, head last: what the environment keeps installed is the head's (the coordinator is head's
   # reportgen); each side's worker imports the package from its own tree (the checkout's root first on sys.path).
   install "$base" || log "the package could not be installed in the base; measuring it as it is"
@@ -81,25 +120,26 @@ pull_request() {
   read -r -a extra <<< "${RG_AB_ARGS:-}"
   {
     echo "<!-- reportgen-compare -->"
-    local first=1
+    local first=1 n=0
     for scenario in "${scenarios[@]}"; do
       [ -n "$scenario" ] || continue
       [ "$first" -eq 1 ] || echo; first=0
-      local rc=0 out="$tmp/reportgen-ab-${scenario//\//_}.md"
-      rm -f "$out"
-      (cd "$workspace" && reportgen ab --base "$base" --head "$workspace" --scenario "$scenario" --store "$store" \
-        --output "$out" ${RG_THRESHOLD:+--threshold "$RG_THRESHOLD"} ${RG_DEVICE:+--device "$RG_DEVICE"} \
+      n=$((n + 1))
+      local rc=0 out="$tmp/reportgen-ab-$n.md"  # numbered: a checkout's name never becomes a file name
+      rm -f -- "$out"
+      (cd "$workspace" && reportgen ab "--base=$base" "--head=$workspace" "--scenario=$scenario" "--store=$store" \
+        "--output=$out" ${RG_THRESHOLD:+"--threshold=$RG_THRESHOLD"} ${RG_DEVICE:+"--device=$RG_DEVICE"} \
         ${extra[@]+"${extra[@]}"}) || rc=$?
       # 0 no change or faster, 1 regression (or broken in head), 7 inconclusive after the time budget
       if [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || [ "$rc" -eq 7 ]; then
         grep -v -F -x "<!-- reportgen-ab -->" "$out" || true
         if [ "$rc" -eq 1 ]; then gate=1; fi
       else
-        echo "**$scenario**: not compared (reportgen ab exit $rc; see the job log)."
+        python -m reportgen.ci.not_compared "$scenario" "$rc"  # the name is the checkout's: escaped
       fi
     done
   } > "$comment"
-  git -C "$workspace" worktree remove --force "$base"
+  git -C "$workspace" worktree remove --force -- "$base"
   echo "comment=$comment" >> "${GITHUB_OUTPUT:-/dev/null}"
   python -m reportgen.ci.comment --pr "$pr" --body "$comment"
   if [ "$gate" -eq 1 ]; then
@@ -114,29 +154,29 @@ push() {
   git -C "$workspace" config user.name >/dev/null || git -C "$workspace" config user.name "github-actions[bot]"
   git -C "$workspace" config user.email >/dev/null || \
     git -C "$workspace" config user.email "41898282+github-actions[bot]@users.noreply.github.com"
-  rm -rf "$results"
-  if git -C "$workspace" fetch --quiet origin "$branch" 2>/dev/null; then
-    git -C "$workspace" worktree add --quiet --detach "$results" FETCH_HEAD
+  rm -rf -- "$results"
+  if git -C "$workspace" fetch --quiet -- origin "refs/heads/$branch" 2>/dev/null; then
+    git -C "$workspace" worktree add --quiet --detach -- "$results" FETCH_HEAD
   else
     local empty
     empty="$(git -C "$workspace" hash-object -t tree /dev/null)"
-    git -C "$workspace" worktree add --quiet --detach "$results" \
+    git -C "$workspace" worktree add --quiet --detach -- "$results" \
       "$(git -C "$workspace" commit-tree "$empty" -m 'reportgen results store')"
   fi
   profile "$workspace" "$results" "${GITHUB_REF_NAME:-main} ${sha:0:7}"
-  git -C "$results" add -A .
+  git -C "$results" add -A -- .
   git -C "$results" commit --quiet -m "reportgen run for $sha"
-  git -C "$results" push --quiet origin "HEAD:refs/heads/$branch"
-  (cd "$workspace" && reportgen build --runs "$results" --out "$site" ${RG_BASE_URL:+--base-url "$RG_BASE_URL"})
-  git -C "$workspace" worktree remove --force "$results"
+  git -C "$results" push --quiet -- origin "HEAD:refs/heads/$branch"
+  (cd "$workspace" && reportgen build "--runs=$results" "--out=$site" ${RG_BASE_URL:+"--base-url=$RG_BASE_URL"})
+  git -C "$workspace" worktree remove --force -- "$results"
   echo "site=$site" >> "${GITHUB_OUTPUT:-/dev/null}"
 }
 
 # Sourced (by a test) it only defines the functions above.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case "${1:-}" in
-    pull-request) pull_request ;;
-    push) push ;;
+    pull-request) check_inputs; pull_request ;;
+    push) check_inputs; push ;;
     *) log "unknown mode '${1:-}': use pull-request or push"; exit 2 ;;
   esac
 fi

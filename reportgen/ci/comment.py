@@ -2,85 +2,103 @@
 
 ``python -m reportgen.ci.comment --pr N --body FILE`` with ``GITHUB_TOKEN``, ``GITHUB_REPOSITORY`` and
 ``GITHUB_API_URL`` (GitHub sets the last two; tests point it at a local server). Standard library only.
+Exit 0 when the comment was created or updated; 3 with one line on stderr when it was not (no token, an
+unreachable or unsafe API URL, a redirect to another origin, an answer that is not what GitHub sends).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from reportgen.ci.github import GitHub, comment_id, expect_list, expect_object_with_id
 from reportgen.compare.report import MARKER
+from reportgen.errors import ExitCode, ReportgenError
+from reportgen.text.terminal import terminal_safe
+
+__all__ = ["GitHub", "find_own_comment", "main", "post_or_update"]
 
 PER_PAGE = 100
 MAX_PAGES = 50
+PREFIX = "reportgen-action:"
 
 
-class GitHub:
-    """The few REST calls the comment needs."""
-
-    def __init__(self, api_url: str, repository: str, token: str) -> None:
-        self.base = f"{api_url.rstrip('/')}/repos/{repository}"
-        self.token = token
-
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"{self.base}{path}", data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.loads(resp.read() or b"null")
-
-    def comments(self, pr: int) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for page in range(1, MAX_PAGES + 1):
-            batch = self.request("GET", f"/issues/{pr}/comments?per_page={PER_PAGE}&page={page}")
-            out.extend(batch)
-            if len(batch) < PER_PAGE:
-                break
-        return out
+def comments(gh: GitHub, pr: int) -> list[tuple[dict[str, Any], int | None]]:
+    """Every comment of pull request ``pr`` with, for each marked bot comment, its id (checked)."""
+    out: list[tuple[dict[str, Any], int | None]] = []
+    for page in range(1, MAX_PAGES + 1):
+        answer = gh.call("GET", f"/issues/{pr}/comments?per_page={PER_PAGE}&page={page}")
+        batch = expect_list(answer, "comment objects")
+        out.extend((c, comment_id(answer, c) if _is_own(c) else None) for c in batch)
+        if len(batch) < PER_PAGE:
+            break
+    return out
 
 
-def find_own_comment(comments: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _is_own(comment: dict[str, Any]) -> bool:
+    user, body = comment.get("user"), comment.get("body")
+    return isinstance(user, dict) and user.get("type") == "Bot" and isinstance(body, str) and MARKER in body
+
+
+def find_own_comment(found: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The bot comment that carries the marker (the first one, if several)."""
-    return next((c for c in comments if (c.get("user") or {}).get("type") == "Bot"
-                 and MARKER in (c.get("body") or "")), None)
+    return next((c for c in found if _is_own(c)), None)
 
 
 def post_or_update(gh: GitHub, pr: int, body: str) -> str:
     """Update the marked comment, or create it; returns "updated" or "created"."""
-    mine = find_own_comment(gh.comments(pr))
+    mine = next((cid for _c, cid in comments(gh, pr) if cid is not None), None)
     if mine is not None:
-        gh.request("PATCH", f"/issues/comments/{mine['id']}", {"body": body})
+        expect_object_with_id(gh.call("PATCH", f"/issues/comments/{mine}", {"body": body}))
         return "updated"
-    gh.request("POST", f"/issues/{pr}/comments", {"body": body})
+    expect_object_with_id(gh.call("POST", f"/issues/{pr}/comments", {"body": body}))
     return "created"
 
 
+def _read_body(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportgenError(f"{path}: the comment body cannot be read ({type(exc).__name__}); "
+                             "it must be a UTF-8 file") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line (exit 2), like every other refusal of the action."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.USAGE, f"{PREFIX} {terminal_safe(message)}; usage: {self.prog} --pr N --body FILE\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reportgen.ci.comment")
+    parser = _Parser(prog="python -m reportgen.ci.comment")
     parser.add_argument("--pr", type=int, required=True)
     parser.add_argument("--body", type=Path, required=True)
     args = parser.parse_args(argv)
     token, repo = os.environ.get("GITHUB_TOKEN", ""), os.environ.get("GITHUB_REPOSITORY", "")
     if not token or not repo:
-        print("reportgen-action: GITHUB_TOKEN or GITHUB_REPOSITORY is not set; the comment was not posted",
-              file=sys.stderr)
-        return 3
-    gh = GitHub(os.environ.get("GITHUB_API_URL", "https://api.github.com"), repo, token)
+        print(f"{PREFIX} GITHUB_TOKEN or GITHUB_REPOSITORY is not set; the comment was not posted", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    if args.pr <= 0:
+        print(f"{PREFIX} --pr {args.pr}: not a pull-request number; the comment was not posted", file=sys.stderr)
+        return ExitCode.USAGE
     try:
-        what = post_or_update(gh, args.pr, args.body.read_text(encoding="utf-8"))
+        gh = GitHub(os.environ.get("GITHUB_API_URL", "https://api.github.com"), repo, token)
+        what = post_or_update(gh, args.pr, _read_body(args.body))
+    except ReportgenError as exc:
+        print(f"{PREFIX} {terminal_safe(exc.message)}; the comment was not posted", file=sys.stderr)
+        return exc.exit_code
     except (urllib.error.URLError, OSError) as exc:
-        print(f"reportgen-action: the comment could not be posted ({exc}); check the token's "
+        reason = terminal_safe(getattr(exc, "reason", None) or exc)
+        print(f"{PREFIX} the comment could not be posted ({reason}); check GITHUB_API_URL and the token's "
               "pull-requests: write permission", file=sys.stderr)
-        return 3
-    print(f"reportgen-action: {what} the comment on pull request #{args.pr}", file=sys.stderr)
-    return 0
+        return ExitCode.BAD_INPUT
+    print(f"{PREFIX} {what} the comment on pull request #{args.pr}", file=sys.stderr)
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -2,12 +2,16 @@
 
 Every file comes from ``templates/init/``. Nothing is overwritten: when any target exists, or
 ``pyproject.toml`` already has a ``[tool.reportgen]`` table, nothing is written (exit 6 naming it).
+All or nothing: when a file cannot be written (a read-only folder, a full disk), the files and folders
+already made are removed again and the error names the path (exit 2). Files get the usual mode for the
+user's umask (0644 under the common 022), not the 0600 of a temporary file.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +58,8 @@ def render_files(request: InitRequest) -> dict[str, str]:
     """Relative path -> content of every file ``init`` writes."""
     from reportgen.render.jinja import new_environment
 
-    ref = request.action_ref or DEFAULT_ACTION_REF
-    if not _ACTION_REF_RE.match(ref):
+    ref = DEFAULT_ACTION_REF if request.action_ref is None else request.action_ref
+    if not _ACTION_REF_RE.fullmatch(ref):
         raise UsageError(f"action_ref {ref!r}: expected OWNER/REPO@REF (e.g. {DEFAULT_ACTION_REF}) or ./PATH",
                          field="action_ref")
     env = new_environment(autoescape=False)
@@ -76,13 +80,20 @@ def check_free(folder: Path, rels: list[str]) -> None:
         raise ConflictError(f"{found[0]}: already has [tool.reportgen]; reportgen init never overwrites a config")
 
 
-def write_new(path: Path, text: str) -> None:
-    """Write ``path`` (which must not exist) through a temporary file in the same folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _file_mode() -> int:
+    """0666 less the process's umask: the mode ``open()`` would give a new file."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_new(path: Path, text: str, mode: int) -> None:
+    """Write ``path`` (which must not exist) through a temporary file in the same folder, with ``mode``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            os.fchmod(fh.fileno(), stat.S_IMODE(mode))
         os.link(tmp, path)  # fails if the file appeared meanwhile: never overwrite
     except FileExistsError:
         raise ConflictError(f"{path}: already exists; reportgen init never overwrites a file") from None
@@ -90,15 +101,61 @@ def write_new(path: Path, text: str) -> None:
         os.unlink(tmp)
 
 
+def _make_folders(folder: Path, parent: Path, made: list[Path]) -> None:
+    """Create ``parent`` and its missing ancestors below ``folder``, recording each one made."""
+    missing = []
+    for p in (parent, *parent.parents):
+        if p == folder or p.is_dir():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        p.mkdir()
+        made.append(p)
+
+
+def _undo(made: list[Path]) -> None:
+    """Remove what ``write_all`` made (files, then their folders), newest first; best effort."""
+    for p in reversed(made):
+        try:
+            p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+        except OSError:
+            pass
+
+
+def write_all(folder: Path, files: dict[str, str]) -> list[Path]:
+    """Write every file of ``files`` under ``folder``, or none: on any failure what was made is removed."""
+    made: list[Path] = []
+    mode = _file_mode()
+    path = folder
+    try:
+        for rel, text in files.items():
+            path = folder / rel
+            _make_folders(folder, path.parent, made)
+            write_new(path, text, mode)
+            made.append(path)
+    except OSError as exc:
+        _undo(made)
+        where = exc.filename or path
+        raise UsageError(f"{where}: cannot be written ({exc.strerror or type(exc).__name__}); reportgen init "
+                         "wrote nothing; use a writable folder with free space") from None
+    except BaseException:
+        _undo(made)
+        raise
+    return [folder / rel for rel in files]
+
+
 def run_init(request: InitRequest) -> int:
     """Write the files and print the next steps."""
-    if not request.folder.is_dir():
+    try:
+        is_dir = request.folder.is_dir()
+    except OSError as exc:
+        raise UsageError(f"dir {str(request.folder)[:200]!r}: cannot be used ({exc.strerror})", field="dir") from None
+    if not is_dir:
         raise UsageError(f"dir {request.folder}: no such folder; create the repository first", field="dir")
     files = render_files(request)
     check_free(request.folder, list(files))
-    for rel, text in files.items():
-        write_new(request.folder / rel, text)
-        print(f"wrote {request.folder / rel}")
+    for path in write_all(request.folder, files):
+        print(f"wrote {path}")
     print(NEXT_STEPS.format(scenario=f"{SCENARIOS_DIR}/example_scenario.py", workflow=WORKFLOW))
     return ExitCode.OK
 

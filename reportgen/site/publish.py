@@ -175,9 +175,15 @@ def open_repo(repo: Path) -> _Git:
 
 
 def _check_branch(git: _Git, branch: str) -> str:
-    """``refs/heads/<branch>``; refuse a bad name or the branch checked out in the repository."""
-    if git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
-        raise SiteError(f"branch {branch!r}: not a valid branch name", field="branch")
+    """``refs/heads/<branch>``; refuse a bad name, a full ref name, or the branch checked out in the repository."""
+    # git reads '-x' as an option and '@' / '@{-1}' as other branches; controls and bidi overrides hide the name
+    plain = not branch.startswith("-") and branch != "@" and "@{" not in branch and branch.isprintable()
+    if not plain or git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
+        raise SiteError(f"branch {branch[:80]!r}: not a valid branch name", field="branch")
+    if branch.startswith("refs/"):  # git would make refs/heads/refs/heads/main
+        short = branch.removeprefix("refs/").removeprefix("heads/")
+        raise SiteError(f"branch {branch[:80]!r}: a full ref name, not a branch name; give the branch name, "
+                        f"e.g. {short[:80] or 'gh-pages'}", field="branch")
     ref = f"refs/heads/{branch}"
     head = git.run("symbolic-ref", "--quiet", "HEAD", check=False).stdout.strip()
     if head == ref:

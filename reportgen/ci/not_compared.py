@@ -1,7 +1,8 @@
 """The PR comment's line for a scenario ``reportgen ab`` could not compare, written by the action's script.
 
 ``python -m reportgen.ci.not_compared NAME EXIT_CODE`` prints it. The name comes from the pull request's
-checkout (a scenario file's name), so it is data: ``md_escape`` makes it inert Markdown, and a name such
+checkout (a scenario file's name), so it is data: the template (``templates/ab_not_compared.md.j2``) md-escapes
+it into inert Markdown, and a name such
 as ``-[click](https:evil.example)`` or ``-@octocat`` shows as written, never as a link or a mention.
 """
 
@@ -9,12 +10,12 @@ from __future__ import annotations
 
 import sys
 
-from reportgen.text.markdown import md_escape
+from reportgen.render.jinja import render_md
 
 
 def not_compared_line(scenario: str, exit_code: int) -> str:
     """``**name**: not compared (reportgen ab exit N; see the job log).``, the name escaped."""
-    return f"**{md_escape(scenario)}**: not compared (reportgen ab exit {exit_code}; see the job log)."
+    return render_md("ab_not_compared.md.j2", scenario=scenario, exit_code=exit_code).rstrip("\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,7 @@ from factories import synthetic_run, variant, write_synthetic
 from hostile import snapshot
 
 from reportgen.analysis import stats
+from reportgen.cli import main
 from reportgen.model.codec import MIN_SAMPLE_US, to_jsonable
 
 MILLION_RUN_MAX_RSS_MIB = 512
@@ -143,3 +144,36 @@ def test_a_sample_so_small_that_a_ratio_of_medians_overflows_is_refused_at_load(
     assert proc.stderr == (f"reportgen: error: {path}: field 'variants[0].samples_us': must be 0 or at least "
                            f"{MIN_SAMPLE_US:g} µs, got 5e-324\n")
     assert snapshot(store) == before
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--samples", "1000000000"), "--samples 1000000000: must be at most 100,000"),
+    (("--warmup", "1000000000"), "--warmup 1000000000: must be at most 10,000"),
+])
+def test_profile_refuses_counts_that_would_never_end(extra: tuple[str, ...], message: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("REPORTGEN_PEAK_BANDWIDTH_GBPS", "10")
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "store"
+    assert main(["profile", "--device", "cpu", "--shape", "4,8", "--quiet", "--store", str(store), *extra]) == 2
+    assert capsys.readouterr().err == f"reportgen: error: {message}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--samples", "1000000000"), "--samples 1000000000: must be at most 1,000"),
+    (("--rounds", "1000000000"), "--rounds 1000000000: must be at most 1,000"),
+    (("--sessions", "1000000000"), "--sessions 1000000000: must be at most 60"),
+    (("--max-seconds", "inf"), "--max-seconds inf: must be at most 86,400 (one day)"),
+    (("--max-seconds", "1e400"), "--max-seconds inf: must be at most 86,400 (one day)"),
+])
+def test_ab_refuses_counts_that_would_never_end(extra: tuple[str, ...], message: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    for side in ("base", "head"):
+        (tmp_path / side).mkdir()
+    before = snapshot(tmp_path)
+    code = main(["ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"),
+                 "--store", str(tmp_path / "store"), *extra])
+    assert (code, capsys.readouterr().err) == (2, f"reportgen: error: {message}\n")
+    assert snapshot(tmp_path) == before

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -177,3 +178,19 @@ def test_ab_refuses_counts_that_would_never_end(extra: tuple[str, ...], message:
                  "--store", str(tmp_path / "store"), *extra])
     assert (code, capsys.readouterr().err) == (2, f"reportgen: error: {message}\n")
     assert snapshot(tmp_path) == before
+
+
+def test_build_prints_no_raw_control_character_from_a_variant_name_drawn_on_a_chart(tmp_path: Path) -> None:
+    """matplotlib warned "Glyph 27 (ESC) missing from font(s)" with the character itself on stderr."""
+    store = tmp_path / "data" / "results"
+    name = "ev\x1b[31mil\x07\r\n\x9b2J\x7f"
+    for i in range(3):
+        write_synthetic(store, synthetic_run(
+            run_id=f"2026112{i}T000000Z-cpu-test-abc12{i}", created_utc=f"2026-11-2{i}T00:00:00Z",
+            variants=(variant(name, 100.0 + i), variant("fused", 60.0))))
+    before = snapshot(store)
+    proc = run_cli("build", "--runs", str(store), "--out", str(tmp_path / "site"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert list((tmp_path / "site").glob("**/*.png")), "a chart with the name was drawn"
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", proc.stderr + proc.stdout), proc.stderr
+    assert snapshot(store) == before

@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 from conftest import run_cli
 from factories import synthetic_run, variant, write_synthetic
-from hostile import snapshot
+from hostile import snapshot, write_trace
 
 from reportgen.analysis import stats
 from reportgen.cli import main
 from reportgen.model.codec import MIN_SAMPLE_US, to_jsonable
 
+MAX_EVENTS_ENV = "REPORTGEN_MAX_TRACE_EVENTS"
 MILLION_RUN_MAX_RSS_MIB = 512
 """Peak resident memory allowed to `build` and `compare` over a run with 1,000,000 samples in one variant (measured:
 about 200 MiB for build, 250 MiB for compare; before the fix they needed 12 and 21 GB)."""
@@ -194,3 +195,34 @@ def test_build_prints_no_raw_control_character_from_a_variant_name_drawn_on_a_ch
     assert list((tmp_path / "site").glob("**/*.png")), "a chart with the name was drawn"
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", proc.stderr + proc.stdout), proc.stderr
     assert snapshot(store) == before
+
+
+def _events_trace(path: Path, count: int) -> Path:
+    """A gzip trace of ``count`` identical host ops: a few bytes per event compressed, whatever ``count`` is."""
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 1}
+    return write_trace(path, {"traceEvents": [event] * count}, compress=True)
+
+
+def test_import_refuses_a_trace_with_more_events_than_the_limit(tmp_path: Path) -> None:
+    """10**7 events in a 2.5 MB gzip took 3.5 GB; the event count is bounded like the byte count."""
+    store = tmp_path / "store"
+    trace = _events_trace(tmp_path / "many.json.gz", 1001)
+    before = snapshot(tmp_path / "store", trace)
+    proc = run_cli("import", str(trace), "--store", str(store), env={MAX_EVENTS_ENV: "1000"}, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr == (f"reportgen: error: {trace}: holds more than 1,000 events; refusing it (raise the limit "
+                           f"with {MAX_EVENTS_ENV} if the trace is genuine)\n")
+    assert snapshot(tmp_path / "store", trace) == before
+    ok = run_cli("import", str(_events_trace(tmp_path / "enough.json.gz", 1000)), "--store", str(store),
+                 env={MAX_EVENTS_ENV: "1000"}, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize("value", ["lots", "0", "-5", "9" * 5000])
+def test_a_bad_event_limit_is_refused_before_any_work(value: str, tmp_path: Path) -> None:
+    trace = _events_trace(tmp_path / "t.json.gz", 10)
+    proc = run_cli("import", str(trace), "--store", str(tmp_path / "store"), env={MAX_EVENTS_ENV: value}, cwd=tmp_path)
+    assert proc.returncode == 3
+    assert proc.stderr == (f"reportgen: error: environment variable {MAX_EVENTS_ENV}={value[:30]!r} is not a positive "
+                           "number of events\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json.gz"]

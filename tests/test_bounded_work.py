@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import json
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path

@@ -147,7 +147,8 @@ def _bootstrap_medians(sides: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
     directly (``_order_statistic_medians``).
     """
     if BOOTSTRAP_RESAMPLES * sum(a.size for a in sides) <= RESAMPLE_CHUNK_VALUES:
-        return tuple(_row_medians(a[idx]) for a, idx in zip(sides, _resample_indices(tuple(a.size for a in sides))))
+        draws = _resample_indices(tuple(a.size for a in sides))
+        return tuple(_row_medians(a[idx]) for a, idx in zip(sides, draws, strict=True))
     rng = np.random.default_rng(SEED)
     return tuple(_chunked_medians(a, rng) if a.size <= RESAMPLE_MAX_SAMPLES else _order_statistic_medians(np.sort(a), rng)
                  for a in sides)
@@ -176,7 +177,8 @@ def _order_statistic_medians(s: np.ndarray, rng: np.random.Generator, count: int
     ranks, counts = _first_rank_reaching((n + 1) // 2, np.zeros(count, np.int64), np.zeros(count, np.int64),
                                          np.full(count, n, np.int64), np.full(count, n, np.int64), rng)
     if n % 2:
-        return s[ranks - 1] + 0.0
+        lone: np.ndarray = s[ranks - 1] + 0.0
+        return lone
     # The (n/2 + 1)-th smallest draw: at the same rank when that rank already holds it, else above it.
     past = counts > n // 2  # these searches start already found: lo = ranks - 1 (count 0), hi = ranks
     upper, _ = _first_rank_reaching(n // 2 + 1, np.where(past, ranks - 1, ranks), np.where(past, 0, counts),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import re
 import subprocess
 import sys
@@ -28,9 +29,11 @@ MAX_EVENTS_ENV = "REPORTGEN_MAX_TRACE_EVENTS"
 MILLION_RUN_MAX_RSS_MIB = 512
 """Peak resident memory allowed to `build` and `compare` over a run with 1,000,000 samples in one variant (measured:
 about 200 MiB for build, 250 MiB for compare; before the fix they needed 12 and 21 GB)."""
-ADDRESS_SPACE_CAP = 4 << 30
+ADDRESS_SPACE_CAP = 8 << 30
 """The commands under measurement get at most this much address space, so code that tries to hold 2,000 resamples of a
-million samples fails at once (MemoryError) instead of pushing the shared test machine into swap."""
+million samples (15 GiB of indices) fails at once (MemoryError) instead of pushing the shared test machine into swap.
+Address space, not memory: BLAS thread buffers reserve some per core, so the measured commands use one BLAS thread."""
+_ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 _MEASURE = """
 import json, resource, subprocess, sys
@@ -47,7 +50,7 @@ def _measured(*args: str, cwd: Path) -> dict[str, object]:
     """``python -m reportgen ARGS`` under the address-space cap; its exit status, output and peak RSS (KiB), taken by a
     fresh process so that no earlier test's children count."""
     out = subprocess.run([sys.executable, "-c", _MEASURE, str(ADDRESS_SPACE_CAP), sys.executable, "-m", "reportgen",
-                          *args], capture_output=True, text=True, cwd=cwd, check=True)
+                          *args], capture_output=True, text=True, cwd=cwd, check=True, env={**os.environ, **_ONE_THREAD})
     result: dict[str, object] = json.loads(out.stdout)
     return result
 

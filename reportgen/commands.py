@@ -52,7 +52,7 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     from reportgen.config import load_config
     from reportgen.devices import import_torch
     from reportgen.profile.command import ProfileRequest
-    from reportgen.profile.measure import MeasureSettingsIn
+    from reportgen.profile.measure import MAX_SAMPLES, MAX_WARMUP, MeasureSettingsIn
     from reportgen.scenario.loader import (
         check_input_size,
         check_seed,
@@ -76,8 +76,8 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
         raise ScenarioError(f"--dtype {dtype}: scenario {scenario.name!r} declares no tolerance for it; "
                             f"use one of {', '.join(sorted(scenario.tolerances))} or add it to the scenario")
     chosen = _chosen_variants(args.variants, scenario)
-    _check_at_least("--samples", args.samples, minimum=2)
-    _check_at_least("--warmup", args.warmup, minimum=0)
+    _check_count("--samples", args.samples, minimum=2, maximum=MAX_SAMPLES)
+    _check_count("--warmup", args.warmup, minimum=0, maximum=MAX_WARMUP)
     check_threads(args.threads)
     check_seed(args.seed)
     check_input_size(shape, dtype)
@@ -168,9 +168,11 @@ def _sweep_params_of(flags: list[str] | None, config: Config, scenario: Scenario
     return swept
 
 
-def _check_at_least(flag: str, value: int | None, minimum: int) -> None:
+def _check_count(flag: str, value: int | None, minimum: int, maximum: int) -> None:
     if value is not None and value < minimum:
         raise UsageError(f"{flag} {value}: must be at least {minimum}")
+    if value is not None and value > maximum:
+        raise UsageError(f"{flag} {value}: must be at most {maximum:,}")
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:

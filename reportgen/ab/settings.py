@@ -24,6 +24,13 @@ SHARED_CPU_RUNNER_ARGS = ("--threads", "1", "--huge-pages")
 reportgen's 2-core VM, a 10 % slowdown was detected in 30 of 30 pairs and none of 120 unchanged-variant verdicts
 was a regression, where the defaults mostly answered *inconclusive* (docs/ab-testing.md, "On a shared CPU runner")."""
 
+MAX_ROUNDS_PER_SESSION = 1_000
+"""Most rounds in one session: the time budget is checked between sessions, so a session must end."""
+MAX_SAMPLES_PER_BLOCK = 1_000
+"""Most samples per variant per side per round (the default is 2; long blocks see the machine change under them)."""
+MAX_SECONDS = 86_400.0
+"""Longest time budget, one day: a budget must be a finite time."""
+
 
 @dataclass(frozen=True)
 class AbSettings:
@@ -63,11 +70,19 @@ class AbSettings:
         if self.min_sessions < MIN_SESSIONS_FOR_INTERVAL:
             raise UsageError(f"sessions {self.min_sessions}: must be at least {MIN_SESSIONS_FOR_INTERVAL} "
                              "(fewer sessions have no 95 % interval)", field="sessions")
+        if self.min_sessions > self.max_sessions:
+            raise UsageError(f"sessions {self.min_sessions}: must be at most {self.max_sessions}", field="sessions")
         if self.rounds_per_session < 2 or self.rounds_per_session % 2:
             raise UsageError(f"rounds {self.rounds_per_session}: must be an even number >= 2 (ABBA pairs)",
                              field="rounds")
+        if self.rounds_per_session > MAX_ROUNDS_PER_SESSION:
+            raise UsageError(f"rounds {self.rounds_per_session}: must be at most {MAX_ROUNDS_PER_SESSION:,}",
+                             field="rounds")
         if not self.max_seconds > 0:
             raise UsageError(f"max_seconds {self.max_seconds:g}: must be positive", field="max_seconds")
+        if not self.max_seconds <= MAX_SECONDS:
+            raise UsageError(f"max_seconds {self.max_seconds:g}: must be at most {MAX_SECONDS:,.0f} (one day)",
+                             field="max_seconds")
         if self.clock not in CLOCKS:
             raise UsageError(f"clock {self.clock!r}: choose {' or '.join(CLOCKS)}", field="clock")
         from reportgen.scenario.loader import check_threads
@@ -75,6 +90,9 @@ class AbSettings:
         check_threads(self.threads)
         if self.samples_per_block < 1:
             raise UsageError(f"samples {self.samples_per_block}: must be at least 1", field="samples")
+        if self.samples_per_block > MAX_SAMPLES_PER_BLOCK:
+            raise UsageError(f"samples {self.samples_per_block}: must be at most {MAX_SAMPLES_PER_BLOCK:,}",
+                             field="samples")
 
 
 def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False,

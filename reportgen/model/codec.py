@@ -28,6 +28,9 @@ _NON_NEGATIVE_FIELDS = frozenset({"calls", "profiled_steps", "calls_per_sample",
 MAX_UNIT_VALUE = 1e18
 """Largest time, size, count or rate accepted (1e18 µs is 31,700 years): sums and squares of such values stay
 finite, so nothing derived from a loaded run becomes ``inf``."""
+MIN_SAMPLE_US = 1e-6
+"""Smallest timing sample accepted other than 0 (1 ps): with ``MAX_UNIT_VALUE`` a ratio of two variants' medians,
+or a size per sample, stays finite (a sample of 5e-324 made one ``inf``)."""
 MAX_INT = 2**63 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -75,6 +78,9 @@ def _decode(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
         (item_tp, _ellipsis) = typing.get_args(tp)
         if not isinstance(value, list):
             raise ctx.fail(where, f"expected a list, got {_kind(value)}")
+        numbers = _finite_floats(value) if item_tp is float else None
+        if numbers is not None:
+            return numbers
         return tuple(_decode(item_tp, v, ctx, f"{where}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         (_key_tp, val_tp) = typing.get_args(tp)
@@ -84,6 +90,18 @@ def _decode(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
             _check_key(k, ctx, where)
         return {str(k): _decode(val_tp, v, ctx, f"{where}.{k}") for k, v in value.items()}
     return _decode_scalar(tp, value, ctx, where)
+
+
+def _finite_floats(values: list[Any]) -> tuple[float, ...] | None:
+    """A list of finite numbers as floats in one pass (a variant may hold a million samples), else None: then each
+    item is decoded on its own, so that the first bad one is named."""
+    if not set(map(type, values)) <= {float, int}:
+        return None
+    try:
+        out = tuple(map(float, values))
+    except OverflowError:  # an integer too large for a float
+        return None
+    return out if all(map(math.isfinite, out)) else None
 
 
 def _decode_union(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
@@ -159,11 +177,21 @@ def _check_units(name: str, value: Any, ctx: _Ctx, where: str) -> None:
     if not name.endswith(_NON_NEGATIVE_SUFFIXES) and name not in _NON_NEGATIVE_FIELDS:
         return
     values = value if isinstance(value, tuple) else (value,)
+    if name == "samples_us":
+        _check_samples(values, ctx, where)
+    if len(values) > 2 and set(map(type, values)) == {float}:
+        values = (min(values), max(values))  # the bounds decide; one pass each, not a check per sample
     for v in values:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
             raise ctx.fail(where, f"must not be negative, got {v!r}")
         if name.endswith(_NON_NEGATIVE_SUFFIXES) and isinstance(v, (int, float)) and v > MAX_UNIT_VALUE:
             raise ctx.fail(where, f"must be at most {MAX_UNIT_VALUE:g}, got {_show(v)}")
+
+
+def _check_samples(values: tuple[Any, ...], ctx: _Ctx, where: str) -> None:
+    tiny = [v for v in values if 0 < v < MIN_SAMPLE_US]
+    if tiny:
+        raise ctx.fail(where, f"must be 0 or at least {MIN_SAMPLE_US:g} µs, got {_show(tiny[0])}")
 
 
 def _check_key(key: Any, ctx: _Ctx, where: str) -> None:

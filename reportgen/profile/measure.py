@@ -34,6 +34,11 @@ from reportgen.scenario.loader import Tolerance, Variant, where_in_scenario
 
 Progress = Callable[[str], None]
 MAX_ERROR_CHARS = 600
+MAX_SAMPLES = 100_000
+"""Most timing samples per variant ``profile`` takes: a sample lasts about ``min_sample_us`` (2 ms), so this is minutes
+per variant and shape already, and the interval of the median is far narrower than the drift between runs."""
+MAX_WARMUP = 10_000
+"""Most warm-up calls per variant: one call of a large shape can take a second."""
 
 
 @dataclass(frozen=True)

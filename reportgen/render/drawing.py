@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,8 +44,14 @@ RC: dict[str, Any] = {
 
 @contextmanager
 def chart_style() -> Iterator[None]:
-    """matplotlib's rcParams set to the fixed style (``RC``) for the block."""
-    with matplotlib.rc_context(RC):  # type: ignore[arg-type]
+    """matplotlib's rcParams set to the fixed style (``RC``) for the block, its missing-glyph warnings not shown.
+
+    Chart text comes from data. A glyph DejaVu Sans lacks is drawn as a box in a PNG (an SVG's viewer draws text
+    with its own fonts) and the page's tables carry the full name; the warning would print the character itself on
+    the terminal, and an ESC, BEL or CR from a variant name would act there.
+    """
+    with matplotlib.rc_context(RC), warnings.catch_warnings():  # type: ignore[arg-type]
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ \(", category=UserWarning)
         yield
 
 

@@ -7,7 +7,6 @@ narrower than a pixel are merged (and the chart says so).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,10 +158,7 @@ def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
         tf.title.set_text(svg_text(title))
         if not layout.bars:
             ax.text(0.5, 0.5, "no events in this window", transform=ax.transAxes, ha="center", va="center")
-        with warnings.catch_warnings():
-            # The viewer draws SVG text with its own fonts (CJK included): DejaVu Sans lacking a glyph is moot.
-            warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
-            tf.fig.savefig(path, format="svg", metadata=SVG_METADATA)
+        tf.fig.savefig(path, format="svg", metadata=SVG_METADATA)  # missing glyphs: see chart_style
 
 
 def _draw_bars(ax: Axes, drawn: Sequence[DrawnBar], window_us: float) -> None:

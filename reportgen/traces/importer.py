@@ -49,7 +49,7 @@ from reportgen.traces.breakdown import build_breakdown
 from reportgen.traces.events import Trace
 from reportgen.traces.import_plan import ImportPlan, TraceInput, plan_import
 from reportgen.traces.optable import OpTable, build_op_table, per_step
-from reportgen.traces.reader import gc_paused, max_trace_bytes
+from reportgen.traces.reader import gc_paused, max_trace_bytes, max_trace_events
 from reportgen.traces.staging import read_and_stage
 
 MAX_BASE_TIME_NS = 253402300799 * 10**9
@@ -73,6 +73,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     """Import ``request.path`` into ``store`` as one new run bundle; returns the bundle folder."""
     plan = plan_import(request.path)
     limit = max_trace_bytes()
+    max_trace_events()  # a bad value is refused before any work
     check_store(store)
     store_existed = store.exists()
     try:

@@ -26,13 +26,19 @@ _HASHABLE = (str, int)
 MAX_TIME_US = 1e18
 """Largest ``ts``/``dur`` accepted (31,700 years in µs): sums and squares of such times stay finite."""
 _FLOW_PHASES = frozenset({"s", "t", "f"})
+DEFAULT_MAX_EVENTS = 4_000_000
+"""Most elements of ``traceEvents`` read. Every duration event is kept until the op table is built (about 365 bytes
+each: 1.5 GB at this limit, measured in benchmarks/README.md); a 2.5 MB gzip can hold 10**7 of them. Real traces of
+the 2 GiB byte limit hold about 11 million; raise the limit with ``MAX_EVENTS_ENV`` for such a trace."""
+MAX_EVENTS_ENV = "REPORTGEN_MAX_TRACE_EVENTS"
 
 
 class EventBuilder:
     """Turns decoded event dicts into compact TraceEvents, validating as it goes."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, max_events: int = DEFAULT_MAX_EVENTS) -> None:
         self.source = source
+        self.max_events = max_events
         self.out: list[TraceEvent] = []
         self.count = 0
         self.strings: dict[Any, str] = {}
@@ -66,6 +72,9 @@ class EventBuilder:
     def add(self, obj: Any) -> None:
         """One decoded event. The common case (a valid ``X`` event) is inlined: this runs per event."""
         self.count += 1
+        if self.count > self.max_events:
+            raise TraceError(f"{self.source}: holds more than {self.max_events:,} events; refusing it (raise the limit "
+                             f"with {MAX_EVENTS_ENV} if the trace is genuine)")
         if type(obj) is not dict:
             raise self.fail(obj, f"is {type(obj).__name__}, not an object; this is not a Chrome trace event")
         get = obj.get

@@ -38,7 +38,7 @@ from reportgen.errors import TraceError
 from reportgen.store.files import NotRegularFile, open_regular
 from reportgen.traces.events import Trace, TraceEvent
 from reportgen.traces.jsonstream import TraceJsonParser
-from reportgen.traces.normalise import EventBuilder
+from reportgen.traces.normalise import DEFAULT_MAX_EVENTS, MAX_EVENTS_ENV, EventBuilder
 
 DEFAULT_MAX_BYTES = 2 * 1024**3
 """Largest uncompressed trace read (2 GiB); a gzip that expands past it is refused."""
@@ -51,15 +51,24 @@ STEP_NAME_RE = re.compile(r"ProfilerStep#\d+")
 
 def max_trace_bytes() -> int:
     """The uncompressed size limit: $REPORTGEN_MAX_TRACE_BYTES, else DEFAULT_MAX_BYTES."""
-    raw = os.environ.get(MAX_BYTES_ENV, "").strip()
+    return _positive_env(MAX_BYTES_ENV, DEFAULT_MAX_BYTES, "bytes")
+
+
+def max_trace_events() -> int:
+    """The event-count limit: $REPORTGEN_MAX_TRACE_EVENTS, else DEFAULT_MAX_EVENTS."""
+    return _positive_env(MAX_EVENTS_ENV, DEFAULT_MAX_EVENTS, "events")
+
+
+def _positive_env(name: str, default: int, unit: str) -> int:
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_MAX_BYTES
+        return default
     try:
-        value = int(raw)
+        value = int(raw) if len(raw) <= 30 else 0
     except ValueError:
         value = 0
     if value <= 0:
-        raise TraceError(f"environment variable {MAX_BYTES_ENV}={raw[:30]!r} is not a positive number of bytes")
+        raise TraceError(f"environment variable {name}={raw[:30]!r} is not a positive number of {unit}")
     return value
 
 
@@ -126,7 +135,7 @@ def _read_stream(raw: IO[bytes], source: str, limit: int, sink: Callable[[bytes]
     if head == b"\x1f\x8b":
         binary = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
     chunks = _text_chunks(binary, source, limit, sink, gzipped=head == b"\x1f\x8b")
-    events = EventBuilder(source)
+    events = EventBuilder(source, max_trace_events())
     # The parser makes millions of short-lived dicts and long-lived events with no reference cycles:
     # the cyclic collector would only rescan them (about 20% of the read time), so it is paused.
     with gc_paused():

@@ -9,10 +9,8 @@ from reportgen.errors import BundleError
 from reportgen.model.run import Run, RunSource
 from reportgen.store.files import NotRegularFile, open_regular
 from reportgen.store.layout import RUN_FILE, is_safe_relpath, is_valid_run_id
-from reportgen.store.runjson import parse_run_json
+from reportgen.store.runjson import MAX_RUN_JSON_BYTES, parse_run_json
 from reportgen.store.withdrawn import read_withdrawn
-
-MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
 
 
 def load_run(bundle_dir: Path) -> Run:
@@ -29,13 +27,7 @@ def load_run(bundle_dir: Path) -> Run:
         raise BundleError(f"{path}: missing; {bundle_dir} is not a run bundle") from None
     except OSError as exc:
         raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
-    if len(raw) > MAX_RUN_JSON_BYTES:
-        raise BundleError(f"{path}: larger than {MAX_RUN_JSON_BYTES} bytes; this is not a run.json")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"{path}: not UTF-8 (byte {exc.start}); the bundle is corrupt") from None
-    run = parse_run_json(text, path)
+    run = parse_run_json(raw, path)
     if run.run_id != bundle_dir.name:
         raise BundleError(
             f"{path}: field 'run_id' is {run.run_id!r} but the folder is {bundle_dir.name!r}; "

@@ -213,7 +213,8 @@ def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -
             items = [values] if isinstance(values, str) else values
             if not PARAM_NAME_RE.fullmatch(str(name)) or not isinstance(items, list) or not items \
                     or not all(isinstance(x, str) and x.strip() and "," not in x for x in items):
-                raise ConfigError(f'{where}.{clip(str(name), SHOWN_CHARS)}: expected a list of values as strings, e.g. ["1e-5", "1e-6"]')
+                raise ConfigError(f"{where}.{clip(str(name), SHOWN_CHARS)}: expected a list of values as strings, "
+                                  'e.g. ["1e-5", "1e-6"]')
             for x in items:
                 _check_no_controls(f"{where}.{name}", x)
             out[str(name)] = ",".join(x.strip() for x in items)
@@ -269,7 +270,8 @@ def _check_params(where: str, raw: dict[str, Any]) -> dict[str, str]:
     out = {}
     for name, value in raw.items():
         if not PARAM_NAME_RE.fullmatch(name) or name in ("shape", "dtype", "seed"):
-            raise ConfigError(f"{where}.{clip(str(name), SHOWN_CHARS)}: not a parameter name (letters, digits, _; not shape/dtype/seed)")
+            raise ConfigError(f"{where}.{clip(str(name), SHOWN_CHARS)}: not a parameter name (letters, digits, _; "
+                              "not shape/dtype/seed)")
         if isinstance(value, bool):
             out[name] = "true" if value else "false"
         elif isinstance(value, (str, int, float)):

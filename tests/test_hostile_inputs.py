@@ -324,7 +324,8 @@ CASES: dict[str, Case] = {
     "bundle: negative op time": Case(lambda c: _bundle(c, _set("variants.0.ops.0.self_cpu_us", -1)), ExitCode.BAD_INPUT,
                                      _B + ": field 'variants[0].ops[0].self_cpu_us': must not be negative, got -1.0"),
     "bundle: non-UTF-8 bytes": Case(lambda c: _bundle_text(c, b'{"schema_version": 1, "label": "\xff"}'),
-                                    ExitCode.BAD_INPUT, _B + ": not UTF-8 (byte 32); the bundle is corrupt, re-run or re-import it"),
+                                    ExitCode.BAD_INPUT,
+                                    _B + ": not UTF-8 (byte 32); the bundle is corrupt, re-run or re-import it"),
     "bundle: deeply nested JSON": Case(lambda c: _bundle_text(c, _deep(100_000)), ExitCode.BAD_INPUT,
                                        _B + ": nested deeper than 64 levels; the bundle is corrupt, re-run or "
                                        "re-import it"),

@@ -66,7 +66,9 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
 
     import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
     config = config or load_config(flags={"store": store})
-    ref = scenario_ref or (args.scenario[0] if isinstance(args.scenario, list) else args.scenario) or "rmsnorm"
+    ref = scenario_ref if scenario_ref is not None else (
+        args.scenario[0] if isinstance(args.scenario, list) else args.scenario)
+    ref = DEFAULT_SCENARIO if ref is None else ref
     scenario = load_scenario(ref, config_sources=config.scenarios, project_root=config.root)
     params = scenario.resolve_params(param_values or {}, config.params, flag="--param")
     scenario = _with_baseline(scenario, config)
@@ -107,7 +109,10 @@ def _with_baseline(scenario: Scenario, config: Config) -> Scenario:
 def _chosen_variants(flag: str | None, scenario: Scenario) -> tuple[str, ...]:
     """``--variants`` (comma-separated), each one the scenario's; else every variant."""
     names = scenario.variant_names()
-    chosen = tuple(x.strip() for x in flag.split(",")) if flag else tuple(names)
+    chosen = tuple(x.strip() for x in flag.split(",")) if flag is not None else tuple(names)
+    twice = next((x for i, x in enumerate(chosen) if x in chosen[:i]), None)
+    if twice is not None:
+        raise UsageError(f"--variants {(flag or '')[:80]!r}: {twice[:60]!r} is named twice; name each variant once")
     unknown = [x for x in chosen if x not in names]
     if unknown or not chosen:
         raise ScenarioError(f"--variants {flag!r}: unknown {unknown}; scenario "

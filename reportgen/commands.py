@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError
+from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError, writing_into
 from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def _config(**flags: object) -> Config:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from reportgen.devices.neuron.doctor import DoctorRequest, run_doctor
 
-    return run_doctor(DoctorRequest(args.out, args.scenario, args.profile_output, args.timeout_s))
+    with writing_into(args.out):
+        return run_doctor(DoctorRequest(args.out, args.scenario, args.profile_output, args.timeout_s))
 
 
 def _store(args: argparse.Namespace) -> Path:
@@ -207,7 +208,9 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_rm(args: argparse.Namespace) -> int:
     from reportgen.store.runs import RemoveRequest, remove_command
 
-    return remove_command(RemoveRequest(_store(args), args.run, args.reason, args.scenario, args.machine))
+    store = _store(args)
+    with writing_into(store):
+        return remove_command(RemoveRequest(store, args.run, args.reason, args.scenario, args.machine))
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
@@ -250,14 +253,16 @@ def _cmd_machine(args: argparse.Namespace) -> int:
 def _cmd_init(args: argparse.Namespace) -> int:
     from reportgen.ci.init import InitRequest, run_init
 
-    return run_init(InitRequest(args.dir, args.action_ref))
+    with writing_into(args.dir):
+        return run_init(InitRequest(args.dir, args.action_ref))
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from reportgen.site import build_site
 
     config = _config(store=args.runs, site=args.out, base_url=args.base_url)
-    result = build_site(config.store, config.site, config.base_url)
+    with writing_into(config.site):
+        result = build_site(config.store, config.site, config.base_url)
     print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 

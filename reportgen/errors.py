@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+from collections.abc import Iterator
 from enum import IntEnum
 
 
@@ -122,3 +124,15 @@ def _shown_path(name: object) -> str:
     text = os.fsdecode(name) if isinstance(name, (bytes, str)) else str(name)
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # a name that is not UTF-8, shown escaped
     return text if len(text) <= SHOWN_PATH_CHARS else text[: SHOWN_PATH_CHARS - 1] + "\u2026"
+
+
+@contextlib.contextmanager
+def writing_into(path: object) -> Iterator[None]:
+    """Give an OSError that names no path (a write to an open file when the disk fills) ``path``: the folder the
+    command writes into, so the CLI's line says where."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = os.fspath(path)  # type: ignore[arg-type]
+        raise

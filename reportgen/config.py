@@ -204,6 +204,8 @@ def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
             raise ConfigError(f'{where}: expected "default" or a list of shapes, e.g. ["1,4096", "64,4096"]')
+        for x in items:
+            _check_no_controls(where, x)
         return "; ".join(x.strip() for x in items)
     if key == "sweep_params":
         if not isinstance(raw, dict) or not raw:

@@ -30,7 +30,8 @@ EXIT_CODES_HELP = """exit codes:
   0  success
   1  compare --fail-on-regression: a variant is significantly slower
   2  bad command-line arguments
-  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version
+  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; or the system
+     refused a path (name too long, loop of links, no space, read-only, no permission)
   4  profile: at least one variant failed or gave a wrong result (the run is still stored)
   5  the requested device or its software (torch, torch_neuronx) is not present
   6  conflict: another reportgen holds the lock, or the run already exists

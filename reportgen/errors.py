@@ -127,12 +127,12 @@ def _shown_path(name: object) -> str:
 
 
 @contextlib.contextmanager
-def writing_into(path: object) -> Iterator[None]:
+def writing_into(path: str | os.PathLike[str]) -> Iterator[None]:
     """Give an OSError that names no path (a write to an open file when the disk fills) ``path``: the folder the
     command writes into, so the CLI's line says where."""
     try:
         yield
     except OSError as exc:
         if exc.filename is None:
-            exc.filename = os.fspath(path)  # type: ignore[arg-type]
+            exc.filename = os.fspath(path)
         raise

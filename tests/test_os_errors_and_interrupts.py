@@ -45,6 +45,8 @@ LONG_NAME_CASES = {
     "compare run name": lambda t, s: (["compare", LONG, RUN_A, "--store", str(s)], {}, Path(LONG)),
     "rm run name": lambda t, s: (["rm", LONG, "--reason", "x", "--store", str(s)], {}, Path(LONG)),
     "init --dir": lambda t, s: (["init", "--dir", str(t / LONG)], {}, t / LONG),
+    "profile --scenario": lambda t, s: (["profile", "--device", "cpu", "--quiet", "--scenario", str(t / LONG) + ".py",
+                                         "--store", str(s)], {}, t / (LONG + ".py")),
     "REPORTGEN_STORE": lambda t, s: (["runs"], {"REPORTGEN_STORE": str(t / LONG)}, t / LONG),
 }
 

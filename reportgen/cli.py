@@ -1,22 +1,23 @@
 """The command line: the parser (every command's flags, help and exit-code epilog) and ``main``.
 
 argparse stops here and in ``commands.py``, which turns each command's Namespace into the library's typed
-request. Errors become one line and an exit code here.
+request. Errors become one line and an exit code here, and only here: a ReportgenError, an OSError the user can
+act on (``errors.from_os_error``), an argument or file name that is not UTF-8, and Ctrl-C (exit 130) wherever it
+lands, even while the commands' modules are still being imported (so they are imported inside ``main``).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reportgen import __version__, devices
-from reportgen.ab.settings import CLOCKS, AbSettings
-from reportgen.commands import COMMANDS
-from reportgen.errors import ExitCode, ReportgenError, UsageError
+from reportgen import __version__
+from reportgen.errors import ExitCode, ReportgenError, UsageError, from_os_error
 from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ EXIT_CODES_HELP = """exit codes:
   0  success
   1  compare --fail-on-regression: a variant is significantly slower
   2  bad command-line arguments
-  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version
+  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; or the system
+     refused a path (name too long, loop of links, no space, read-only, no permission)
   4  profile: at least one variant failed or gave a wrong result (the run is still stored)
   5  the requested device or its software (torch, torch_neuronx) is not present
   6  conflict: another reportgen holds the lock, or the run already exists
@@ -108,6 +110,8 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _add_profile(sub: Subcommands) -> None:
+    from reportgen import devices
+
     p = sub.add_parser("profile", help="profile a scenario's variants and store one run bundle",
                        description="Profile every variant of a scenario on the best device present "
                        "(neuron > cuda > cpu) and store the result as a run bundle.")
@@ -220,6 +224,8 @@ def _add_publish(sub: Subcommands) -> None:
 
 
 def _add_import(sub: Subcommands) -> None:
+    from reportgen import devices
+
     p = sub.add_parser("import", help="import an existing trace or TorchNeuron profile_output/ as a run",
                        description="Turn a Kineto/Chrome trace (.json, .json.gz), a folder of them, or a "
                        "TorchNeuron profile_output/ folder into a run bundle.")
@@ -253,6 +259,8 @@ def _add_machine(sub: Subcommands) -> None:
 
 
 def _add_ab(sub: Subcommands) -> None:
+    from reportgen.ab.settings import CLOCKS, AbSettings
+
     p = sub.add_parser("ab", help="interleaved A/B profiling of two checkouts: a PR verdict with an exit code",
                        description="Measure BASE and HEAD checkouts in interleaved rounds on this machine and print a "
                        "PR comment.", epilog=AB_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -296,21 +304,19 @@ def _add_ab(sub: Subcommands) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: parse, dispatch, and turn every ReportgenError into one line on stderr."""
+    """Entry point: parse, dispatch, and turn every failure into one line on stderr and its exit code."""
     try:
-        args = build_parser().parse_args(argv)
-        command = COMMANDS.get(args.command) if args.command else None
-        if command is None:
-            build_parser().print_help()
-            return ExitCode.USAGE
-        return int(command(args))
+        return _dispatch(sys.argv[1:] if argv is None else list(argv))
     except ReportgenError as exc:
-        print(f"reportgen: error: {terminal_safe(exc.as_flag_message())}", file=sys.stderr)
-        return int(exc.exit_code)
+        return _refuse(exc)
     except KeyboardInterrupt:
-        print("reportgen: interrupted; stored runs and the site are unchanged", file=sys.stderr)
-        return 130
-    except Exception:
+        return _interrupted()
+    except Exception as exc:
+        known = _user_error(exc)
+        if known is not None:
+            return _refuse(known)
+        if _caused_by_interrupt(exc):  # Ctrl-C inside a C extension's import surfaces as its ImportError
+            return _interrupted()
         if os.environ.get("REPORTGEN_DEBUG"):
             raise
         import traceback
@@ -319,3 +325,71 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reportgen: internal error: {terminal_safe(last)} (set REPORTGEN_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return ExitCode.INTERNAL
+
+
+def _dispatch(argv: list[str]) -> int:
+    _check_utf8_arguments(argv)
+    from reportgen.commands import COMMANDS
+
+    args = build_parser().parse_args(argv)
+    command = COMMANDS.get(args.command) if args.command else None
+    if command is None:
+        build_parser().print_help()
+        return ExitCode.USAGE
+    return int(command(args))
+
+
+def _check_utf8_arguments(argv: list[str]) -> None:
+    """Refuse an argument holding bytes that are not UTF-8 (Python passes them on as lone surrogates)."""
+    for i, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise UsageError(f"argument {i} '{shown[:120]}': not valid UTF-8; reportgen takes UTF-8 arguments "
+                             "(rename the file or folder)") from None
+
+
+_SYMLINK_LOOP = "Symlink loop from "
+
+
+def _user_error(exc: Exception) -> ReportgenError | None:
+    """The one-line error for an exception caused by the environment or the input, not by a bug; else None."""
+    if isinstance(exc, OSError):
+        return from_os_error(exc)
+    if isinstance(exc, RuntimeError) and str(exc).startswith(_SYMLINK_LOOP):  # Path.resolve() before Python 3.13
+        path = str(exc)[len(_SYMLINK_LOOP):].strip("'")
+        return from_os_error(OSError(errno.ELOOP, os.strerror(errno.ELOOP), path))
+    if isinstance(exc, UnicodeError):  # a file name or environment value that is not UTF-8, met on the way
+        reason = getattr(exc, "reason", "")
+        return ReportgenError(f"{_unicode_object(exc)}: not valid UTF-8 text ({reason}); use UTF-8 names and text "
+                              "(rename the file or folder)")
+    return None
+
+
+def _unicode_object(exc: UnicodeError) -> str:
+    obj = getattr(exc, "object", b"")
+    text = obj.decode("utf-8", "backslashreplace") if isinstance(obj, bytes) else str(obj)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text[:120] + ("\u2026" if len(text) > 120 else "")
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _refuse(exc: ReportgenError) -> int:
+    print(f"reportgen: error: {terminal_safe(exc.as_flag_message())}", file=sys.stderr)
+    return int(exc.exit_code)
+
+
+def _interrupted() -> int:
+    print("reportgen: interrupted; stored runs and the site are unchanged", file=sys.stderr)
+    return 130

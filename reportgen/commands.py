@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError
+from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError, writing_into
 from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def _config(**flags: object) -> Config:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from reportgen.devices.neuron.doctor import DoctorRequest, run_doctor
 
-    return run_doctor(DoctorRequest(args.out, args.scenario, args.profile_output, args.timeout_s))
+    with writing_into(args.out):
+        return run_doctor(DoctorRequest(args.out, args.scenario, args.profile_output, args.timeout_s))
 
 
 def _store(args: argparse.Namespace) -> Path:
@@ -66,7 +67,9 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
 
     import_torch()  # scenario files import torch: say how to install it, not that the scenario failed
     config = config or load_config(flags={"store": store})
-    ref = scenario_ref or (args.scenario[0] if isinstance(args.scenario, list) else args.scenario) or "rmsnorm"
+    ref = scenario_ref if scenario_ref is not None else (
+        args.scenario[0] if isinstance(args.scenario, list) else args.scenario)
+    ref = DEFAULT_SCENARIO if ref is None else ref
     scenario = load_scenario(ref, config_sources=config.scenarios, project_root=config.root)
     params = scenario.resolve_params(param_values or {}, config.params, flag="--param")
     scenario = _with_baseline(scenario, config)
@@ -107,7 +110,10 @@ def _with_baseline(scenario: Scenario, config: Config) -> Scenario:
 def _chosen_variants(flag: str | None, scenario: Scenario) -> tuple[str, ...]:
     """``--variants`` (comma-separated), each one the scenario's; else every variant."""
     names = scenario.variant_names()
-    chosen = tuple(x.strip() for x in flag.split(",")) if flag else tuple(names)
+    chosen = tuple(x.strip() for x in flag.split(",")) if flag is not None else tuple(names)
+    twice = next((x for i, x in enumerate(chosen) if x in chosen[:i]), None)
+    if twice is not None:
+        raise UsageError(f"--variants {(flag or '')[:80]!r}: {twice[:60]!r} is named twice; name each variant once")
     unknown = [x for x in chosen if x not in names]
     if unknown or not chosen:
         raise ScenarioError(f"--variants {flag!r}: unknown {unknown}; scenario "
@@ -204,7 +210,9 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_rm(args: argparse.Namespace) -> int:
     from reportgen.store.runs import RemoveRequest, remove_command
 
-    return remove_command(RemoveRequest(_store(args), args.run, args.reason, args.scenario, args.machine))
+    store = _store(args)
+    with writing_into(store):
+        return remove_command(RemoveRequest(store, args.run, args.reason, args.scenario, args.machine))
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
@@ -247,14 +255,16 @@ def _cmd_machine(args: argparse.Namespace) -> int:
 def _cmd_init(args: argparse.Namespace) -> int:
     from reportgen.ci.init import InitRequest, run_init
 
-    return run_init(InitRequest(args.dir, args.action_ref))
+    with writing_into(args.dir):
+        return run_init(InitRequest(args.dir, args.action_ref))
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from reportgen.site import build_site
 
     config = _config(store=args.runs, site=args.out, base_url=args.base_url)
-    result = build_site(config.store, config.site, config.base_url)
+    with writing_into(config.site):
+        result = build_site(config.store, config.site, config.base_url)
     print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reportgen.errors import ConfigError, UsageError
+from reportgen.text.documents import Limits, load_toml
+from reportgen.text.markdown import clip
 from reportgen.text.terminal import printable
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 CONFIG_FILE = "reportgen.toml"
 PYPROJECT = "pyproject.toml"
@@ -34,6 +30,10 @@ ENV_VARS = {"store": "REPORTGEN_STORE", "machine": "REPORTGEN_MACHINE", "device"
 KEYS = ("scenarios", "store", "site", "base_url", "device", "machine", "threshold", "baseline", "params", "sweep",
         "sweep_params")
 DEFAULT_ORIGIN = "default"
+CONFIG_LIMITS = Limits(max_bytes=16 * 1024 * 1024, max_depth=16)
+"""A config file (or a pyproject.toml holding one): 16 MB, 16 levels of tables and arrays."""
+SHOWN_CHARS = 60
+"""A value from the config echoed in a message is cut to this many characters."""
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,19 @@ class Config:
 
 
 def find_config_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The nearest config file from ``start`` upwards and its ``[tool.reportgen]`` table, or None."""
+    """The nearest config file from ``start`` upwards and its ``[tool.reportgen]`` table, or None.
+
+    A ``pyproject.toml`` that cannot be read as TOML (not UTF-8, too deep, not TOML at all) is skipped when
+    its bytes do not hold the word ``reportgen`` in UTF-8 or UTF-16: it cannot have a ``[tool.reportgen]``
+    table, so it belongs to another project (often a parent folder's). One that does hold it is refused.
+    """
     for folder in (start, *start.parents):
         own = folder / CONFIG_FILE
         if own.is_file():
             return own, _read_toml(own)
         pyproject = folder / PYPROJECT
         if pyproject.is_file():
-            data = _read_toml(pyproject)
+            data = _read_pyproject(pyproject)
             tool = data.get("tool", {})
             if isinstance(tool, dict) and "reportgen" in tool:
                 table = tool["reportgen"]
@@ -98,14 +103,30 @@ def find_config_file(start: Path) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_pyproject(path: Path) -> dict[str, Any]:
+    """A ``pyproject.toml``'s TOML; {} for one that fails to parse and cannot be reportgen's (see above)."""
+    raw = _read_bytes(path)
+    try:
+        return load_toml(raw, path, CONFIG_LIMITS, fix="fix the file", error=ConfigError)
+    except ConfigError:
+        if any(word in raw for word in _REPORTGEN_WORDS):
+            raise
+        return {}
+
+
+_REPORTGEN_WORDS = tuple("reportgen".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file") from None
+            return fh.read(CONFIG_LIMITS.max_bytes + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    return load_toml(_read_bytes(path), path, CONFIG_LIMITS, fix="fix the file", error=ConfigError)
 
 
 def _table(path: Path, data: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -160,26 +181,31 @@ def load_config(cwd: Path | None = None, flags: Mapping[str, Any] | None = None,
 
 
 def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -> Any:
-    where = f"{file}: {prefix}{key}"
+    where = f"{file}: {prefix}{clip(key, SHOWN_CHARS)}"
     if key not in KEYS:
         raise ConfigError(f"{where}: unknown key; known keys are {', '.join(KEYS)}")
     if key == "scenarios":
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list) or not items or not all(isinstance(x, str) and x for x in items):
             raise ConfigError(f'{where}: expected a list of scenario files or folders, e.g. ["bench/"]')
+        for x in items:
+            _check_no_controls(where, x)
         paths = tuple((root / x) for x in items)
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
-            raise ConfigError(f"{where}: {missing[0]} does not exist; fix the path (relative to {root})")
+            raise ConfigError(f"{where}: {clip(missing[0], 200)} does not exist; fix the path (relative to {root})")
         return paths
     if key in ("store", "site"):
         if not isinstance(raw, str) or not raw:
             raise ConfigError(f'{where}: expected a folder path as a string, e.g. "{key if key == "site" else "results"}"')
+        _check_no_controls(where, raw)
         return root / raw
     if key == "sweep":
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
             raise ConfigError(f'{where}: expected "default" or a list of shapes, e.g. ["1,4096", "64,4096"]')
+        for x in items:
+            _check_no_controls(where, x)
         return "; ".join(x.strip() for x in items)
     if key == "sweep_params":
         if not isinstance(raw, dict) or not raw:
@@ -187,17 +213,21 @@ def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -
         out: dict[str, str] = {}
         for name, values in raw.items():
             items = [values] if isinstance(values, str) else values
-            if not PARAM_NAME_RE.match(str(name)) or not isinstance(items, list) or not items \
+            if not PARAM_NAME_RE.fullmatch(str(name)) or not isinstance(items, list) or not items \
                     or not all(isinstance(x, str) and x.strip() and "," not in x for x in items):
-                raise ConfigError(f'{where}.{name}: expected a list of values as strings, e.g. ["1e-5", "1e-6"]')
+                raise ConfigError(f"{where}.{clip(str(name), SHOWN_CHARS)}: expected a list of values as strings, "
+                                  'e.g. ["1e-5", "1e-6"]')
+            for x in items:
+                _check_no_controls(f"{where}.{name}", x)
             out[str(name)] = ",".join(x.strip() for x in items)
         return out
     if key == "params":
         if not isinstance(raw, dict):
             raise ConfigError(f'{where}: expected a table of parameter defaults, e.g. params = {{ eps = "1e-5" }}')
         return _check_params(where, raw)
-    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise ConfigError(f"{where}: expected {_EXPECTED[key]}")
+    kinds = (str, int, float) if key == "threshold" else (str,)
+    if isinstance(raw, bool) or not isinstance(raw, kinds):  # machine = 5.5 is a mistake, not the name "5.5"
+        raise ConfigError(f"{where} {_shown(raw)}: expected {_EXPECTED[key]}")
     return _parse_text_value(where, key, raw)
 
 
@@ -221,30 +251,33 @@ def _parse_text_value(where: str, key: str, raw: Any) -> Any:
         try:
             value = float(raw)
         except (TypeError, ValueError):
-            raise ConfigError(f"{where} {raw!r}: expected {_EXPECTED[key]}") from None
+            raise ConfigError(f"{where} {_shown(raw)}: expected {_EXPECTED[key]}") from None
         if not 0 < value < 1000:
-            raise ConfigError(f"{where} {raw!r}: expected {_EXPECTED[key]}")
+            raise ConfigError(f"{where} {_shown(raw)}: expected {_EXPECTED[key]}")
         return value
     text = str(raw)
+    _check_no_controls(where, text)
     if key == "device" and text not in DEVICES:
-        raise ConfigError(f"{where} {text!r}: expected {_EXPECTED[key]}")
-    if key == "machine" and not MACHINE_RE.match(text):
-        raise ConfigError(f"{where} {text!r}: expected {_EXPECTED[key]}")
+        raise ConfigError(f"{where} {_shown(text)}: expected {_EXPECTED[key]}")
+    if key == "machine" and not MACHINE_RE.fullmatch(text):
+        raise ConfigError(f"{where} {_shown(text)}: expected {_EXPECTED[key]}")
     if key == "base_url" and not (text.startswith("/") or text.startswith(("https://", "http://"))):
-        raise ConfigError(f"{where} {text!r}: expected {_EXPECTED[key]}")
-    if key == "baseline" and not PARAM_NAME_RE.match(text) and not text.replace("-", "_").isidentifier():
-        raise ConfigError(f"{where} {text!r}: expected {_EXPECTED[key]}")
+        raise ConfigError(f"{where} {_shown(text)}: expected {_EXPECTED[key]}")
+    if key == "baseline" and not PARAM_NAME_RE.fullmatch(text) and not text.replace("-", "_").isidentifier():
+        raise ConfigError(f"{where} {_shown(text)}: expected {_EXPECTED[key]}")
     return text
 
 
 def _check_params(where: str, raw: dict[str, Any]) -> dict[str, str]:
     out = {}
     for name, value in raw.items():
-        if not PARAM_NAME_RE.match(name) or name in ("shape", "dtype", "seed"):
-            raise ConfigError(f"{where}.{name}: not a parameter name (letters, digits, _; not shape/dtype/seed)")
+        if not PARAM_NAME_RE.fullmatch(name) or name in ("shape", "dtype", "seed"):
+            raise ConfigError(f"{where}.{clip(str(name), SHOWN_CHARS)}: not a parameter name (letters, digits, _; "
+                              "not shape/dtype/seed)")
         if isinstance(value, bool):
             out[name] = "true" if value else "false"
         elif isinstance(value, (str, int, float)):
+            _check_no_controls(f"{where}.{name}", str(value))
             out[name] = str(value)
         else:
             raise ConfigError(f"{where}.{name}: expected a string or number, e.g. {name} = \"1e-5\"")
@@ -257,10 +290,26 @@ def parse_param_flags(items: list[str] | None) -> dict[str, str]:
     for item in items or []:
         name, sep, value = item.partition("=")
         name = name.strip()
-        if not sep or not PARAM_NAME_RE.match(name):
-            raise ConfigError(f"param {item!r}: expected NAME=VALUE, e.g. eps=1e-5", field="param")
+        if not sep or not PARAM_NAME_RE.fullmatch(name):
+            raise ConfigError(f"param {_shown(item)}: expected NAME=VALUE, e.g. eps=1e-5", field="param")
+        _check_no_controls("param", value.strip(), field="param")
         out[name] = value.strip()
     return out
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _check_no_controls(where: str, text: str, field: str | None = None) -> None:
+    """Refuse a control character (a trailing newline, NUL, ESC) in a value: no name, path or number holds one."""
+    m = _CONTROL.search(text)
+    if m:
+        raise ConfigError(f"{where} {_shown(text)}: has the control character {m.group()!r}; remove it", field=field)
+
+
+def _shown(value: object) -> str:
+    """``value`` as a message shows it: repr, cut to SHOWN_CHARS (a 10 MB value is not echoed whole)."""
+    return repr(clip(value, SHOWN_CHARS)) if isinstance(value, str) else clip(repr(value), SHOWN_CHARS)
 
 
 def print_config(config: Config) -> None:

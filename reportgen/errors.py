@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+from collections.abc import Iterator
 from enum import IntEnum
 
 
@@ -87,3 +91,52 @@ class ConfigError(ReportgenError):
 
 class ApiError(ReportgenError):
     """The GitHub API cannot be reached safely, refused the request, or answered something unexpected."""
+
+
+class FileSystemError(ReportgenError):
+    """The operating system refused a path: too long, a loop of links, no space, read-only, no permission."""
+
+
+_OS_REASONS: dict[int, str] = {  # what to do, after the system's own words
+    errno.ENAMETOOLONG: "use a shorter path",
+    errno.ELOOP: "fix the link or choose another path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: choose another path",
+    errno.EISDIR: "choose a file, not a folder",
+    errno.ENOSPC: "cannot write: free some space or choose another folder",
+    errno.EDQUOT: "cannot write: free some space or choose another folder",
+    errno.EROFS: "cannot write: choose another folder",
+    errno.EACCES: "check its permissions or choose another path",
+    errno.EPERM: "check its permissions or choose another path",
+    errno.EMFILE: "raise the limit of open files (ulimit -n) and run it again",
+    errno.EXDEV: "keep the store, the site and their temporary folders on one file system",
+}
+SHOWN_PATH_CHARS = 200
+"""A path echoed in a message is cut to this many characters (a 4,000-character name is not printed whole)."""
+
+
+def from_os_error(exc: OSError) -> FileSystemError | None:
+    """The one-line error for an OSError the user can act on, naming its path; None for any other (a bug)."""
+    reason = _OS_REASONS.get(exc.errno or 0)
+    if reason is None:
+        return None
+    names = [n for n in (exc.filename, exc.filename2) if n is not None]
+    shown = " -> ".join(_shown_path(n) for n in names) or "(a file reportgen uses)"
+    return FileSystemError(f"{shown}: {exc.strerror or os.strerror(exc.errno or 0)}; {reason}")
+
+
+def _shown_path(name: object) -> str:
+    text = os.fsdecode(name) if isinstance(name, (bytes, str)) else str(name)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # a name that is not UTF-8, shown escaped
+    return text if len(text) <= SHOWN_PATH_CHARS else text[: SHOWN_PATH_CHARS - 1] + "\u2026"
+
+
+@contextlib.contextmanager
+def writing_into(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Give an OSError that names no path (a write to an open file when the disk fills) ``path``: the folder the
+    command writes into, so the CLI's line says where."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = os.fspath(path)
+        raise

@@ -85,7 +85,7 @@ def test_bad_value_names_the_file_the_key_and_the_fix(tmp_path: Path, text: str,
 
 def test_bad_value_in_pyproject_names_the_table_key(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", '[tool.reportgen]\ndevice = 3\n')
-    with pytest.raises(ConfigError, match=r"pyproject.toml: tool.reportgen.device '3': expected one of auto"):
+    with pytest.raises(ConfigError, match=r"pyproject.toml: tool.reportgen.device 3: expected one of auto"):
         load_config(tmp_path, environ={})
 
 

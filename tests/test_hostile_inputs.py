@@ -324,9 +324,11 @@ CASES: dict[str, Case] = {
     "bundle: negative op time": Case(lambda c: _bundle(c, _set("variants.0.ops.0.self_cpu_us", -1)), ExitCode.BAD_INPUT,
                                      _B + ": field 'variants[0].ops[0].self_cpu_us': must not be negative, got -1.0"),
     "bundle: non-UTF-8 bytes": Case(lambda c: _bundle_text(c, b'{"schema_version": 1, "label": "\xff"}'),
-                                    ExitCode.BAD_INPUT, _B + ": not UTF-8 (byte 32); the bundle is corrupt"),
+                                    ExitCode.BAD_INPUT,
+                                    _B + ": not UTF-8 (byte 32); the bundle is corrupt, re-run or re-import it"),
     "bundle: deeply nested JSON": Case(lambda c: _bundle_text(c, _deep(100_000)), ExitCode.BAD_INPUT,
-                                       _B + ": JSON nested too deeply; this is not a run.json"),
+                                       _B + ": nested deeper than 64 levels; the bundle is corrupt, re-run or "
+                                       "re-import it"),
     "bundle: NUL in a label": Case(lambda c: _bundle(c, _set("label", "a\x00b")), ExitCode.BAD_INPUT,
                                    _B + ": field 'label': contains a NUL character"),
     "bundle: lone surrogate in a label": Case(lambda c: _bundle(c, _set("label", "a\ud800b")), ExitCode.BAD_INPUT,
@@ -391,7 +393,7 @@ CASES: dict[str, Case] = {
     "site: output is a file": Case(_site_is_a_file, ExitCode.BAD_INPUT,
                                    "{inp}/site.html: is a file, not a site folder; pass --out a folder"),
     "site: corrupt manifest": Case(lambda c: _site_manifest(c, "{"), ExitCode.BAD_INPUT,
-                                   "{site}/manifest.json: unreadable (Expecting property name enclosed in double quotes: "
+                                   "{site}/manifest.json: not valid JSON (Expecting property name enclosed in double quotes: "
                                    "line 1 column 2 (char 1)); restore it or build into a new folder"),
     "site: future manifest": Case(lambda c: _site_manifest(c, '{"schema_version": 7, "runs": []}'), ExitCode.BAD_INPUT,
                                   "{site}/manifest.json: field 'schema_version' is 7, newer than this reportgen writes "

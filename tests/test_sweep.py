@@ -177,7 +177,9 @@ def test_a_sweep_survives_the_bundle_round_trip() -> None:
 def test_parse_sweep_forms_and_errors() -> None:
     sc = load_scenario("rmsnorm")
     assert parse_sweep("1,4096; 64,4096", sc) == ((1, 4096), (64, 4096))
-    assert parse_sweep("1x4096 64x4096 1,4096", sc) == ((1, 4096), (64, 4096))  # spaces too; repeats once
+    assert parse_sweep("1x4096 64x4096", sc) == ((1, 4096), (64, 4096))  # spaces too
+    with pytest.raises(ScenarioError, match="shape 1,4096 is given more than once"):  # a repeat is a typo
+        parse_sweep("1x4096 64x4096 1,4096", sc)
     assert parse_sweep("default", sc) == sc.default_sweep and len(sc.default_sweep) >= 4
     with pytest.raises(ScenarioError, match="no default sweep") as info:
         parse_sweep("default", dataclasses.replace(sc, default_sweep=()))

@@ -23,9 +23,11 @@ from reportgen.errors import ScenarioError, UsageError
 SCENARIOS_DIR = Path(str(resources.files("reportgen.scenarios")))
 """The built-in scenarios: package data (the repository's scenarios/ folder, shipped as reportgen.scenarios)."""
 DTYPES = ("float32", "bfloat16", "float16")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
+_NAME_RE = re.compile(r"[A-Za-z0-9_]+")
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 MAX_DIMENSION = 2**31 - 1
+MAX_DIMS = 8
+"""Most dimensions a shape may have (PyTorch kernels of interest take at most 4 to 6; 40 is a typo)."""
 SEED_RANGE = (-(2**63), 2**64 - 1)
 """What ``torch.Generator.manual_seed`` accepts."""
 THREADS_PER_CPU = 4
@@ -188,7 +190,7 @@ def load_scenario(ref: str, scenarios_dir: Path = SCENARIOS_DIR, config_sources:
     """
     named = scenario_files(config_sources) if not ref.endswith(".py") else {}
     path = Path(ref) if ref.endswith(".py") else named.get(ref, scenarios_dir / f"{ref}.py")
-    if not ref.endswith(".py") and not _NAME_RE.match(ref):
+    if not ref.endswith(".py") and not _NAME_RE.fullmatch(ref):
         raise ScenarioError(f"scenario {ref!r}: use a name from {scenarios_dir} (letters, digits, _) or a .py path",
                             field="scenario")
     if not path.is_file():
@@ -267,6 +269,8 @@ def call_scenario(scenario_fn: Callable[..., Any], what: str, *args: Any, source
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"4,2048,4096"`` -> (4, 2048, 4096); every dimension a positive integer up to MAX_DIMENSION."""
     shown = repr(text if len(text) <= 40 else text[:30] + "...")
+    if text.count(",") + text.count("x") >= MAX_DIMS:
+        raise ScenarioError(f"shape {shown}: more than {MAX_DIMS} dimensions; give at most {MAX_DIMS}", field="shape")
     try:
         dims = tuple(int(x) for x in text.replace("x", ",").split(","))
     except ValueError:  # also an integer past Python's 4,300-digit limit
@@ -287,8 +291,13 @@ DEFAULT_SWEEP = "default"
 def parse_sweep(text: str, scenario: Scenario) -> tuple[tuple[int, ...], ...]:
     """``"1,4096; 64,4096"`` (``;`` or spaces between shapes) or ``default`` (the scenario's) -> the shapes.
 
-    A shape given twice is measured once; at most MAX_SWEEP_POINTS shapes.
+    A shape given twice is refused (it would be measured once: a typo), as is a control character (a newline is
+    no separator); at most MAX_SWEEP_POINTS shapes.
     """
+    control = re.search(r"[\x00-\x1f\x7f]", text)
+    if control:
+        raise ScenarioError(f"sweep {text[:40]!r}: has the control character {control.group()!r}; separate shapes "
+                            "with ';'", field="sweep")
     if text.strip() == DEFAULT_SWEEP:
         if not scenario.default_sweep:
             raise ScenarioError(f"sweep default: scenario {scenario.name!r} declares no default sweep; give the "
@@ -303,6 +312,10 @@ def parse_sweep(text: str, scenario: Scenario) -> tuple[tuple[int, ...], ...]:
             shapes = [parse_shape(p) for p in parts[: MAX_SWEEP_POINTS + 1]]
         except ScenarioError as exc:  # the shape came from the sweep, not from a shape of its own
             raise ScenarioError(f"sweep {exc.message}", field="sweep") from None
+        twice = next((s for i, s in enumerate(shapes) if s in shapes[:i]), None)
+        if twice is not None:
+            raise ScenarioError(f"sweep: shape {','.join(map(str, twice))} is given more than once; give each "
+                                "shape once", field="sweep")
     unique = list(dict.fromkeys(shapes))
     if len(unique) > MAX_SWEEP_POINTS:
         raise ScenarioError(f"sweep: more than {MAX_SWEEP_POINTS} shapes; split the sweep into several runs",

@@ -20,6 +20,7 @@ from reportgen.errors import BundleError, SiteError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.model.run import DeviceKind, RunSource, VariantStatus
 from reportgen.store.layout import is_valid_run_id
+from reportgen.text.documents import Limits, load_json
 
 SITE_SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"
@@ -27,6 +28,7 @@ NOJEKYLL = ".nojekyll"
 RUNS_DIR = "runs"
 DATA_DIR = "data"
 RUN_PAGE = "index.html"
+MANIFEST_LIMITS = Limits(max_bytes=256 * 1024 * 1024)
 E = TypeVar("E", bound=Enum)
 
 
@@ -93,9 +95,10 @@ def read_manifest(out: Path) -> dict[str, OldEntry]:
                             "pass --out an empty or new folder (nothing was changed)")
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SiteError(f"{path}: unreadable ({exc}); restore it or build into a new folder") from None
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SiteError(f"{path}: unreadable ({exc.strerror}); restore it or build into a new folder") from None
+    data = load_json(raw, path, MANIFEST_LIMITS, fix="restore it or build into a new folder", error=SiteError)
     return _parse_manifest(data, path)
 
 

@@ -135,7 +135,7 @@ def load_carried(out: Path, run_id: str) -> Run:
     """The run.json copy kept in the old site for a run that is no longer in the store."""
     path = out / RUNS_DIR / run_id / DATA_DIR / RUN_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes()
     except OSError:
         raise SiteError(f"{path}: missing, but {MANIFEST_FILE} lists run {run_id} and the store no longer has it; "
                         "put the bundle back in the store or restore the site") from None

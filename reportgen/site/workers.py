@@ -118,7 +118,11 @@ def bounded_error(exc: Exception) -> Exception:
 
 
 def worker_init(parent_pid: int) -> None:
-    """Make a worker die with the build process: a killed build leaves no worker holding the site lock."""
+    """Make a worker die with the build process: a killed build leaves no worker holding the site lock.
+
+    Ctrl-C reaches every process of the terminal's group: a worker ignores it (no traceback of its own) and the
+    build process, which gets it too, stops and reaps its workers, then says so in one line (exit 130)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent_pid:  # the build died before prctl took effect

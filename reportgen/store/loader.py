@@ -9,10 +9,11 @@ from reportgen.errors import BundleError
 from reportgen.model.run import Run, RunSource
 from reportgen.store.files import NotRegularFile, open_regular
 from reportgen.store.layout import RUN_FILE, is_safe_relpath, is_valid_run_id
-from reportgen.store.runjson import parse_run_json
+from reportgen.store.runjson import MAX_RUN_JSON_BYTES, parse_run_json
 from reportgen.store.withdrawn import read_withdrawn
 
-MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
+MAX_LATEST_DIGITS = 9
+"""``latest~N`` with a longer N is refused before it is converted (a 5,000-digit N would not convert at all)."""
 
 
 def load_run(bundle_dir: Path) -> Run:
@@ -29,13 +30,7 @@ def load_run(bundle_dir: Path) -> Run:
         raise BundleError(f"{path}: missing; {bundle_dir} is not a run bundle") from None
     except OSError as exc:
         raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
-    if len(raw) > MAX_RUN_JSON_BYTES:
-        raise BundleError(f"{path}: larger than {MAX_RUN_JSON_BYTES} bytes; this is not a run.json")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"{path}: not UTF-8 (byte {exc.start}); the bundle is corrupt") from None
-    run = parse_run_json(text, path)
+    run = parse_run_json(raw, path)
     if run.run_id != bundle_dir.name:
         raise BundleError(
             f"{path}: field 'run_id' is {run.run_id!r} but the folder is {bundle_dir.name!r}; "
@@ -61,8 +56,15 @@ def member_file(bundle_dir: Path, rel: str) -> Path:
 
 
 def list_run_dirs(store: Path) -> list[Path]:
-    """The run folders of ``store`` (hidden and temporary folders excluded), sorted by name."""
-    if not store.exists():
+    """The run folders of ``store`` (hidden and temporary folders excluded), sorted by name.
+
+    A store that does not exist has no runs; a link to nothing, or one that loops, is an error, not an empty store
+    (so is a path the system refuses: the OSError names it)."""
+    try:
+        store.stat()
+    except FileNotFoundError:
+        if store.is_symlink():
+            raise BundleError(f"{store}: is a symbolic link to nothing; fix the link or pass --store a folder") from None
         return []
     if not store.is_dir():
         raise BundleError(f"{store}: is not a folder; pass --store a results folder")
@@ -97,7 +99,13 @@ def resolve_run_dir(store: Path, ref: str, scenario: str | None = None, machine:
     ``latest~N`` counts back among profiled, not withdrawn runs of one scenario and machine: those
     given, else the newest such run's. A label or sha names the newest matching run (within the filters).
     """
+    if ref.startswith("-"):
+        raise BundleError(f"{ref[:60]!r}: a run name cannot start with '-' (it reads as an option); write a folder "
+                          "as ./NAME")
     m = re.fullmatch(r"latest(?:~(\d+))?", ref)
+    if m and len(m.group(1) or "") > MAX_LATEST_DIGITS:
+        raise BundleError(f"'{ref[:20]}…': N in latest~N has more than {MAX_LATEST_DIGITS} digits; no store has that "
+                          "many runs")
     if m:
         runs = candidate_runs(store, scenario, machine, ref)
         back = int(m.group(1) or 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 
 from reportgen.errors import BundleError
@@ -14,6 +15,10 @@ from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.model.migrations import upgrade
 from reportgen.model.run import SCHEMA_VERSION, Run
 from reportgen.store.layout import is_safe_relpath, is_valid_run_id
+from reportgen.text.documents import Limits, load_json
+
+MAX_RUN_JSON_BYTES = 256 * 1024 * 1024
+RUN_JSON_LIMITS = Limits(max_bytes=MAX_RUN_JSON_BYTES)
 
 _TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 """Whole seconds, UTC: the one form reportgen writes, so that sorting the strings sorts the times."""
@@ -24,33 +29,10 @@ def run_to_json(run: Run) -> str:
     return json.dumps(to_jsonable(run), indent=1, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """A JSON object as a dict, refusing a key that appears twice (json.loads would keep the last silently)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return out
-
-
-def parse_run_json(text: str, source: Path | str) -> Run:
-    """Validate and decode the text of a ``run.json``; every failure names the file and field."""
-    try:
-        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
-    except _DuplicateKey as exc:
-        raise BundleError(f"{source}: key {str(exc)[:60]!r} appears twice in one object; the bundle is corrupt, "
-                          "re-run or re-import it") from None
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise BundleError(f"{source}: not valid JSON ({exc}); the bundle is corrupt, re-run or re-import it") from None
-    except RecursionError:
-        raise BundleError(f"{source}: JSON nested too deeply; this is not a run.json") from None
+def parse_run_json(text: str | bytes, source: Path | str) -> Run:
+    """Validate and decode a ``run.json`` (its bytes or text); every failure names the file and field."""
+    data = load_json(text, source, RUN_JSON_LIMITS, fix="the bundle is corrupt, re-run or re-import it",
+                     error=BundleError)
     if not isinstance(data, dict):
         raise BundleError(f"{source}: expected a JSON object at the top level; this is not a run.json")
     _check_schema_version(data, source)
@@ -59,8 +41,15 @@ def parse_run_json(text: str, source: Path | str) -> Run:
     return run
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed")
+def _is_utc_time(text: str) -> bool:
+    """True for a real UTC time in the one form reportgen writes (month 13 or second 61 is not one)."""
+    if not _TIME_RE.match(text):
+        return False
+    try:
+        datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True
 
 
 def _check_schema_version(data: dict[str, object], source: Path | str) -> None:
@@ -79,7 +68,7 @@ def _check_schema_version(data: dict[str, object], source: Path | str) -> None:
 def _check_run(run: Run, source: Path | str) -> None:
     if not is_valid_run_id(run.run_id):
         raise BundleError(f"{source}: field 'run_id' {run.run_id[:60]!r} is not a safe folder name")
-    if not _TIME_RE.match(run.created_utc):
+    if not _is_utc_time(run.created_utc):
         raise BundleError(f"{source}: field 'created_utc' {run.created_utc[:40]!r} is not a UTC time like "
                           "2026-11-30T04:55:00Z")
     names = [v.name for v in run.variants]

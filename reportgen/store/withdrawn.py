@@ -16,10 +16,12 @@ from pathlib import Path
 
 from reportgen.errors import BundleError
 from reportgen.model.codec import from_jsonable, to_jsonable
+from reportgen.text.documents import Limits, load_json
 
 WITHDRAWN_FILE = "withdrawn.json"
 WITHDRAWN_SCHEMA_VERSION = 1
 MAX_REASON_CHARS = 500
+WITHDRAWN_LIMITS = Limits(max_bytes=256 * 1024 * 1024)
 
 
 @dataclass(frozen=True)
@@ -43,15 +45,12 @@ def read_withdrawn(store: Path) -> dict[str, Withdrawal]:
     """Run id -> its withdrawal; empty when the store has no ``withdrawn.json``."""
     path = store / WITHDRAWN_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{path}: cannot be read ({exc}); restore it from git or delete it") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BundleError(f"{path}: not valid JSON ({exc}); restore it from git or delete it") from None
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot be read ({exc.strerror}); restore it from git or delete it") from None
+    data = load_json(raw, path, WITHDRAWN_LIMITS, fix="restore it from git or delete it", error=BundleError)
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= WITHDRAWN_SCHEMA_VERSION:
         raise BundleError(f"{path}: field 'schema_version' is {version!r}; this reportgen reads "

@@ -15,11 +15,15 @@ from reportgen.devices import device_hint
 from reportgen.devices.lanes import Lane
 from reportgen.devices.spec import TraceFacts
 from reportgen.errors import TraceError
+from reportgen.text.documents import depth_within
 from reportgen.traces.events import Trace, TraceEvent, is_device_work, lane_of
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """Lone surrogates (from \\ud800-style escapes) are not text: replaced like NUL."""
 MAX_SHAPES_PER_OP = 4
+MAX_DIMS_DEPTH = 8
+"""``Input Dims`` nested deeper than this are no shapes (a tensor list's dims nest 3 levels): not kept, so that
+comparing and printing them cannot recurse without bound."""
 """Distinct input shapes kept per host op name; more are shown as '…'."""
 _NUMBER_TYPES = (int, float)
 _HASHABLE = (str, int)
@@ -142,7 +146,7 @@ class EventBuilder:
                 ext = None
             if lane is Lane.FRAMEWORK:
                 dims = args.get("Input Dims")
-                if type(dims) is list:
+                if type(dims) is list and depth_within(dims, MAX_DIMS_DEPTH):
                     seen = self.shapes.get(name)
                     if seen is None:
                         self.shapes[name] = [dims]

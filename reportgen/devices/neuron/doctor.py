@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import shutil
@@ -30,6 +31,8 @@ from reportgen.errors import ExitCode, UsageError
 DISTRIBUTIONS = ("torch", "torch-neuronx", "neuronx-cc")
 ENV_PREFIXES = ("NEURON_", "TORCH_NEURONX_", "REPORTGEN_")
 TAIL_CHARS = 4000
+MAX_TIMEOUT_S = 7 * 24 * 3600
+"""The longest limit ``--timeout-s`` takes: a week."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,11 @@ class DoctorRequest:
     timeout_s: float = 3600.0
 
     def check(self) -> None:
-        """Refuse an ``out`` that holds something, or a ``profile_output`` that is not a folder."""
+        """Refuse an ``out`` that holds something, a ``profile_output`` that is not a folder, or a timeout that is
+        not a finite number of seconds up to MAX_TIMEOUT_S."""
+        if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= MAX_TIMEOUT_S):
+            raise UsageError(f"timeout_s {self.timeout_s:g}: expected seconds above 0 and at most {MAX_TIMEOUT_S}",
+                             field="timeout_s")
         out = self.out
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise UsageError(f"out {out}: exists and is not an empty folder; pick a new folder", field="out")

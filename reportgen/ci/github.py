@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportgen.errors import ApiError
+from reportgen.text.documents import Limits, load_json
 from reportgen.text.markdown import clip
 from reportgen.text.terminal import terminal_safe
 
@@ -198,12 +199,10 @@ def _read(stream: Any) -> bytes:
 
 
 def _parse(what: str, status: int, raw: bytes) -> Any:
-    """The JSON value of ``raw`` (None when empty); ApiError naming what came back when it is not JSON."""
+    """The JSON value of ``raw`` (None when empty), read by the one document reader (size, depth, digits,
+    UTF-8); ApiError naming what came back when it is not JSON."""
     if not raw.strip():
         return None
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested deeper than Python can parse
-        raise ApiError(f"GitHub API: {what} answered {quoted(raw.decode('utf-8', errors='replace'))} "
-                       f"(HTTP {status}), which is not JSON; check that GITHUB_API_URL is GitHub's REST API"
-                       ) from None
+    source = f"GitHub API: {what} answered {quoted(raw.decode('utf-8', errors='replace'))} (HTTP {status})"
+    return load_json(raw, source, Limits(MAX_ANSWER_BYTES), fix="check that GITHUB_API_URL is GitHub's REST API",
+                     error=ApiError)

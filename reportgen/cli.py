@@ -189,6 +189,9 @@ def _add_build(sub: Subcommands) -> None:
     p.add_argument("--out", type=Path, default=None, help="site folder (default: the config's site, else site/)")
     p.add_argument("--base-url", default=None,
                    help="sub-path the site is served under, e.g. /myrepo/ (default: the config's, else /)")
+    p.add_argument("--strict", action="store_true",
+                   help="a warning (e.g. a corrupt run.json left out) fails the build with exit 3; the old site "
+                   "is left untouched")
 
 
 def _add_compare(sub: Subcommands) -> None:

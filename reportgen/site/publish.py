@@ -73,6 +73,9 @@ def check_site(site: Path) -> list[str]:
     if not site.is_dir():
         raise SiteError(f"{site}: no such site folder; run 'reportgen build --out {site}' first")
     for name in (MANIFEST_FILE, NOJEKYLL):
+        if not (site / name).is_file() and os.path.lexists(site / name):
+            raise SiteError(f"{site / name}: is {file_kind(os.lstat(site / name).st_mode)}, not a regular file; "
+                            "a published site must hold only regular files, rebuild it")
         if not (site / name).is_file():
             raise SiteError(f"{site}: has no {name}, so it is not a site built by reportgen; run 'reportgen build'")
     _check_no_build_in_progress(site)
@@ -100,8 +103,8 @@ def _site_files(site: Path) -> Iterator[str]:
         for name in names:
             mode = os.lstat(Path(root) / name).st_mode
             if not stat.S_ISREG(mode):  # git would block reading a FIFO
-                raise SiteError(f"{Path(root) / name}: is {file_kind(mode)}; a published site must hold only "
-                                "regular files, rebuild it")
+                raise SiteError(f"{Path(root) / name}: is {file_kind(mode)}, not a regular file; a published site "
+                                "must hold only regular files, rebuild it")
         for name in sorted(names):
             rel = (Path(root) / name).relative_to(site).as_posix()
             if not is_safe_relpath(rel) or any(c in rel for c in "\n\r\t"):

@@ -90,6 +90,7 @@ def withdraw_run(request: RemoveRequest, now: datetime | None = None) -> Withdra
     run = load_run(folder)
     if folder.resolve().parent != request.store.resolve():
         raise UsageError(f"{request.ref}: not a run of the store {request.store}; pass its run id")
+    read_withdrawn(request.store)  # an unreadable withdrawn.json is refused before the lock file is made
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     entry = Withdrawal(run.run_id, stamp, reason)
     add_withdrawal(request.store, entry)  # under the store's lock: a concurrent rm is never lost

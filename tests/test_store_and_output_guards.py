@@ -215,6 +215,7 @@ FIFO_CASES = {
                                                                   "--store", "results"]),
     "runs: withdrawn.json": ("results/withdrawn.json", ["runs", "--store", "results"]),
     "rm: withdrawn.json": ("results/withdrawn.json", ["rm", RUN_A, "--reason", "x", "--store", "results"]),
+    "rm: its lock file": ("results/.withdrawn.lock", ["rm", RUN_A, "--reason", "x", "--store", "results"]),
     "build: manifest.json": ("site/manifest.json", ["build", "--runs", "results", "--out", "site"]),
     "publish: manifest.json": ("site/manifest.json", ["publish", "--site", "site", "--repo", "repo"]),
     "publish: a page": ("site/runs/extra.html", ["publish", "--site", "site", "--repo", "repo"]),
@@ -222,6 +223,7 @@ FIFO_CASES = {
 FIFO_MESSAGES = {
     "results/withdrawn.json": "results/withdrawn.json: is a FIFO, not a regular file; delete it, or restore it "
                               "from git",
+    "results/.withdrawn.lock": "results/.withdrawn.lock: is a FIFO, not a regular file; delete it",
     "site/manifest.json": "site/manifest.json: is a FIFO, not a regular file; delete it, or restore the site "
                           "(nothing was changed)",
 }

@@ -24,14 +24,22 @@ SITE_MARKERS = (MANIFEST_FILE, NOJEKYLL)
 def enclosing_site(path: Path, markers: tuple[str, ...] = SITE_MARKERS) -> Path | None:
     """The nearest folder above ``path`` (not ``path`` itself) holding every file of ``markers``: a site."""
     for parent in path.parents:
-        if all((parent / m).is_file() for m in markers):
+        if all(_is_file(parent / m) for m in markers):
             return parent
     return None
 
 
 def enclosing_bundle(path: Path) -> Path | None:
     """The nearest folder above ``path`` (not ``path`` itself) holding a ``run.json``: a run bundle."""
-    return next((parent for parent in path.parents if (parent / RUN_FILE).is_file()), None)
+    return next((parent for parent in path.parents if _is_file(parent / RUN_FILE)), None)
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False where it cannot even be looked at (a name too long, a loop): no marker there."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def check_output_path(path: Path, store: Path | None, field: str = "output") -> Path:

@@ -30,11 +30,11 @@ EXIT_CODES_HELP = """exit codes:
   0  success
   1  compare --fail-on-regression: a variant is significantly slower
   2  bad command-line arguments
-  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; or the system
-     refused a path (name too long, loop of links, no space, read-only, no permission)
+  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; build --strict: a warning;
+     or the system refused a path (name too long, loop of links, no space, read-only, no permission)
   4  profile: at least one variant failed or gave a wrong result (the run is still stored)
   5  the requested device or its software (torch, torch_neuronx) is not present
-  6  conflict: another reportgen holds the lock, or the run already exists
+  6  conflict: another reportgen holds the lock, the run already exists, or doctor's <out>.tar.gz exists
   7  ab: still inconclusive when the time budget ran out
  70  internal error (a bug: please report it with the traceback from REPORTGEN_DEBUG=1)
 130  interrupted (Ctrl-C); stored runs and the site are unchanged
@@ -48,7 +48,7 @@ exit codes:
   0  compared (no significant slowdown, or --fail-on-regression not given)
   1  --fail-on-regression: a variant is significantly slower, or failed/incorrect in HEAD but OK in BASE
   2  bad command-line arguments (--threshold, --site-url); --output is not a regular file, a new path
-     or a symlink to one, or cannot be written
+     or a symlink to one, or cannot be written, or lies inside the store, a run bundle or a built site
   3  a run is missing or corrupt, or the runs cannot be compared (device or scenario parameters differ)
  70  internal error
 """
@@ -193,6 +193,9 @@ def _add_build(sub: Subcommands) -> None:
     p.add_argument("--out", type=Path, default=None, help="site folder (default: the config's site, else site/)")
     p.add_argument("--base-url", default=None,
                    help="sub-path the site is served under, e.g. /myrepo/ (default: the config's, else /)")
+    p.add_argument("--strict", action="store_true",
+                   help="a warning (e.g. a corrupt run.json left out) fails the build with exit 3; the old site "
+                   "is left untouched")
 
 
 def _add_compare(sub: Subcommands) -> None:

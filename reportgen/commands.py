@@ -36,7 +36,9 @@ def _config(**flags: object) -> Config:
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from reportgen.devices.neuron.doctor import DoctorRequest, run_doctor
+    from reportgen.store.outputs import check_output_path
 
+    check_output_path(args.out, _config().store, field="out")  # never inside the store, a bundle or a site
     with writing_into(args.out):
         return run_doctor(DoctorRequest(args.out, args.scenario, args.profile_output, args.timeout_s))
 
@@ -264,7 +266,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
     config = _config(store=args.runs, site=args.out, base_url=args.base_url)
     with writing_into(config.site):
-        result = build_site(config.store, config.site, config.base_url)
+        result = build_site(config.store, config.site, config.base_url, strict=args.strict)
     print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 

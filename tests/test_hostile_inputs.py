@@ -583,8 +583,8 @@ def test_a_symlink_in_an_imported_folder_cannot_pull_in_a_file_from_elsewhere(tm
     store = tmp_path / "store"
     assert main(["import", str(folder), "--store", str(store)]) == 3
     assert capsys.readouterr().err == (f"reportgen: error: {folder}: no trace files (*.json, *.json.gz) and no "
-                                       "TorchNeuron profile_output/ (*_pid_*/*/trace.json) in this folder; pass a trace "
-                                       "file or a profile_output/ folder\n")
+                                       "TorchNeuron profile_output/ (*_pid_*/*/trace.json) in this folder (symbolic links "
+                                       "are not followed: leak.json); pass a trace file or a profile_output/ folder\n")
     write_trace(folder / "real.json", chrome_trace())
     assert main(["import", str(folder), "--store", str(store)]) == 0
     (run,) = load_store(store)

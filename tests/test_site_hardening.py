@@ -18,7 +18,7 @@ from factories import chrome_trace, synthetic_run, write_synthetic
 from reportgen.errors import SiteError
 from reportgen.model.run import Artifact
 from reportgen.site import build_site, fs, plan, renderer_version
-from reportgen.site.build import SITE_MARKERS
+from reportgen.store.outputs import SITE_MARKERS, enclosing_site
 from reportgen.store.writer import temp_owner_tag, write_bundle
 
 EXECUTABLE_WEB_SUFFIXES = (".html", ".htm", ".xhtml", ".xht", ".svg", ".svgz", ".js", ".mjs", ".xml", ".xsl",
@@ -173,7 +173,7 @@ def test_a_folder_holding_only_a_manifest_is_not_taken_for_a_site(tmp_path: Path
     """An unrelated project with a manifest.json (a web app) is not a site: building below it is allowed."""
     (tmp_path / "manifest.json").write_text("{}")
     build_site(_store(tmp_path), tmp_path / "public" / "site", "/")
-    assert fs.enclosing_site(tmp_path / "public" / "site" / "runs", SITE_MARKERS) == tmp_path / "public" / "site"
+    assert enclosing_site(tmp_path / "public" / "site" / "runs", SITE_MARKERS) == tmp_path / "public" / "site"
 
 
 # --- the renderer version --------------------------------------------------------------------------

@@ -50,6 +50,10 @@ class AbRequest:
         self.settings.check()
         if self.settings.huge_pages:
             check_huge_pages(read_thp_mode())
+        if self.output is not None:
+            from reportgen.store.outputs import check_output_path
+
+            check_output_path(self.output, self.store)  # before measuring; the write checks again
 
 
 def check_checkouts(base: Path, head: Path) -> None:
@@ -71,13 +75,13 @@ def run_ab_command(request: AbRequest) -> int:
     commits = {side: git_info(root) for side, root in roots.items()}
     if not all(present.values()):
         text = render_scenario_only(request.scenario, "new" if present["head"] else "removed", commits, request.fmt)
-        _emit(text, request.output)
+        _emit(text, request.output, request.store)
         return ExitCode.OK
     result = _measure(request, roots)
     stored = store_pair(result, commits, request.store) if result.rounds else None
     text = (ab_json(result, commits, stored) if request.fmt == "json"
             else render_ab_markdown(result, commits, stored))
-    _emit(text, request.output)
+    _emit(text, request.output, request.store)
     if result.failed_sides:
         print("reportgen: error: " + "; ".join(f"the {s.side} side ({roots[s.side]}) failed in {s.error_stage}: {s.error}"
                                                for s in result.failed_sides), file=sys.stderr)
@@ -123,7 +127,7 @@ def _progress(message: str) -> None:
     print(f"reportgen ab: {message}", file=sys.stderr, flush=True)
 
 
-def _emit(text: str, output: Path | None) -> None:
+def _emit(text: str, output: Path | None, store: Path) -> None:
     if output is None:
         from reportgen.text.terminal import terminal_safe
 
@@ -131,4 +135,4 @@ def _emit(text: str, output: Path | None) -> None:
         return
     from reportgen.store.atomic import write_output
 
-    write_output(output, text)  # refuses a FIFO, device or folder; writes through a symlink
+    write_output(output, text, store)  # refuses a FIFO, device, folder, the store or a site; writes through a link

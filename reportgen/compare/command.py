@@ -18,6 +18,7 @@ from reportgen.errors import ExitCode
 from reportgen.model.run import Run
 from reportgen.store.atomic import write_output
 from reportgen.store.loader import load_run, load_store_tolerant, resolve_run_dir
+from reportgen.store.outputs import check_output_path
 from reportgen.store.withdrawn import read_withdrawn
 from reportgen.text.terminal import terminal_safe
 
@@ -39,6 +40,8 @@ def load_history(store: Path) -> list[Run]:
 
 def run_compare(request: CompareRequest) -> int:
     """Load, compare, render, write; ``ExitCode.REGRESSION`` on a regression when the request asks to fail on one."""
+    if request.output is not None:
+        check_output_path(request.output, request.store)  # before any work; write_output checks again
     where = (request.scenario, request.machine)
     base, head = load_side(request.store, request.base, *where), load_side(request.store, request.head, *where)
     comparison = compare_runs(base, head, request.threshold_pct, load_history(request.store))
@@ -47,7 +50,7 @@ def run_compare(request: CompareRequest) -> int:
     text = (comparison_json(comparison, request.site_url) if request.output_format is OutputFormat.JSON
             else render_markdown(comparison, request.site_url))
     if request.output is not None:
-        write_output(request.output, text)
+        write_output(request.output, text, request.store)
     else:
         sys.stdout.write(terminal_safe(text, keep_newlines=True))
     if request.fail_on_regression and comparison.regressions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,28 @@ class DeviceSummary:
     evidence: Callable[[int | None], DeviceEvidence]
     """The variant's device evidence, given how many device events its trace holds."""
     artifact_kind: str = "device-summary"
+
+
+def first_link(root: Path, path: Path) -> Path | None:
+    """The first symbolic link on the way from ``root`` (not itself: the user named it) down to ``path``, or None.
+
+    A profiler's folder is read only through real folders and files: a linked session or pid folder, or a linked
+    file, could pull in files from anywhere, and what is read is copied into the bundle and the site.
+    """
+    step = root
+    for part in path.relative_to(root).parts:
+        step = step / part
+        if step.is_symlink():
+            return step
+    return None
+
+
+def links_below(root: Path) -> list[Path]:
+    """Every symbolic link under ``root`` (none followed), sorted."""
+    found = []
+    for folder, dirs, files in os.walk(root):  # os.walk lists a linked folder among dirs but never enters it
+        found += [Path(folder) / n for n in dirs + files if (Path(folder) / n).is_symlink()]
+    return sorted(found)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,6 @@ from pathlib import Path
 from reportgen.errors import SiteError, UsageError
 from reportgen.site import fs
 from reportgen.site.manifest import (
-    MANIFEST_FILE,
-    NOJEKYLL,
     RUNS_DIR,
     PageOrigin,
     SiteRun,
@@ -40,10 +38,8 @@ from reportgen.site.pages import (
 from reportgen.site.plan import SitePlan, gather, load_latest
 from reportgen.site.workers import default_jobs, in_background, render_workers
 from reportgen.store.loader import list_run_dirs
+from reportgen.store.outputs import MANIFEST_FILE, NOJEKYLL, SITE_MARKERS
 from reportgen.store.writer import make_temp_dir
-
-SITE_MARKERS = (MANIFEST_FILE, NOJEKYLL)
-"""Files every built site holds: a folder with both is a site another build must not be put inside."""
 
 
 @dataclass(frozen=True)
@@ -72,11 +68,12 @@ def warn_on_stderr(message: str) -> None:
 
 
 def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
-               warn: Callable[[str], None] = warn_on_stderr) -> BuildResult:
+               warn: Callable[[str], None] = warn_on_stderr, *, strict: bool = False) -> BuildResult:
     """Build the site for every run in ``store`` into ``out``, atomically, keeping older run pages.
 
     ``jobs``: processes that render run pages (default: $REPORTGEN_JOBS, else the usable CPUs).
     ``warn``: told one line per stored run left out because it cannot be read or drawn.
+    ``strict``: a warning fails the build (SiteError, exit 3) before the swap: the old site stays as it was.
     """
     base = normalise_base_url(base_url)
     jobs = default_jobs() if jobs is None else jobs
@@ -96,6 +93,8 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
         try:
             os.chmod(tmp, 0o755)
             pages, published, skipped = write_site(plan, tmp, base, out, jobs)
+            if strict and skipped:
+                _fail_strict(skipped, out, warn)
             fs.swap(tmp, out)
         finally:
             if tmp.exists():
@@ -105,6 +104,14 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     counts = {o: sum(1 for r in published if r.origin is o) for o in PageOrigin}
     return BuildResult(out, len(published), counts[PageOrigin.RENDERED], counts[PageOrigin.REUSED],
                        counts[PageOrigin.CARRIED], pages, tuple(skipped))
+
+
+def _fail_strict(skipped: list[FailedPage], out: Path, warn: Callable[[str], None]) -> None:
+    """``build --strict``: say every warning, then refuse the build (the new site is thrown away unswapped)."""
+    for failure in skipped:
+        warn(f"{failure.reason} (run {failure.run_id})")
+    raise SiteError(f"{out}: not changed: --strict and {len(skipped)} warning(s) above (first: run "
+                    f"{skipped[0].run_id}); fix or withdraw the run, or build without --strict")
 
 
 def normalise_base_url(base_url: str) -> str:

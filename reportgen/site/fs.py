@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from reportgen.errors import ConflictError, SiteError
+from reportgen.store.outputs import enclosing_site
 from reportgen.store.writer import make_temp_dir, remove_stale_temp_dirs, temp_owner_tag
 
 TMP_PREFIX = ".site-tmp-"
@@ -55,7 +56,7 @@ def shared_lock(site: Path) -> Iterator[None]:
     if not path.exists():
         yield
         return
-    with open(path, "rb") as fh:
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:  # a FIFO never blocks
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -154,14 +155,6 @@ def link_tree(src: Path, dst: Path) -> None:
                 os.link(entry.path, target, follow_symlinks=False)
             except OSError:
                 shutil.copy2(entry.path, target, follow_symlinks=False)
-
-
-def enclosing_site(path: Path, markers: tuple[str, ...]) -> Path | None:
-    """The nearest folder above ``path`` (not ``path`` itself) holding every file of ``markers``: a site."""
-    for parent in path.parents:
-        if all((parent / m).is_file() for m in markers):
-            return parent
-    return None
 
 
 def check_build_target(out: Path, store: Path, markers: tuple[str, ...]) -> None:

@@ -2,7 +2,9 @@
 
 The format (version 1): an object with ``schema_version``, ``generator``, ``base_url`` and ``runs``, a list
 of ``{run_id, run_json_sha256, renderer_version, digest}`` sorted by run id, one run per line. ``publish``
-reads it through :func:`manifest_pages` and the constants here; nothing else declares them.
+reads it through :func:`manifest_pages` and the constants here; nothing else declares them, but for the two
+marker files (``manifest.json``, ``.nojekyll``), named in :mod:`reportgen.store.outputs`, whose output guard
+recognises a site by them.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from reportgen.analysis.history import RunDigest, ShapeDigest, VariantDigest
 from reportgen.errors import BundleError, SiteError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.model.run import DeviceKind, RunSource, VariantStatus
+from reportgen.store.files import NotRegularFile, read_regular
 from reportgen.store.layout import is_valid_run_id
+from reportgen.store.outputs import MANIFEST_FILE
 from reportgen.text.documents import Limits, load_json
 
 SITE_SCHEMA_VERSION = 1
-MANIFEST_FILE = "manifest.json"
-NOJEKYLL = ".nojekyll"
 RUNS_DIR = "runs"
 DATA_DIR = "data"
 RUN_PAGE = "index.html"
@@ -89,13 +91,15 @@ def read_manifest(out: Path) -> dict[str, OldEntry]:
     if not out.is_dir():
         raise SiteError(f"{out}: is a file, not a site folder; pass --out a folder")
     path = out / MANIFEST_FILE
-    if not path.is_file():
+    if not path.is_file() and not (path.exists() or path.is_symlink()):
         if any(out.iterdir()):
             raise SiteError(f"{out}: not empty and has no {MANIFEST_FILE}, so it is not a reportgen site; "
                             "pass --out an empty or new folder (nothing was changed)")
         return {}
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
+    except NotRegularFile as exc:
+        raise SiteError(f"{exc}; delete it, or restore the site (nothing was changed)") from None
     except OSError as exc:
         raise SiteError(f"{path}: unreadable ({exc.strerror}); restore it or build into a new folder") from None
     data = load_json(raw, path, MANIFEST_LIMITS, fix="restore it or build into a new folder", error=SiteError)

@@ -18,10 +18,12 @@ from reportgen.analysis.timeline import TimelineLayout, iteration_window, repres
 from reportgen.errors import BundleError, TraceError, UsageError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html, render_md
-from reportgen.site.manifest import DATA_DIR, NOJEKYLL, ManifestEntry, PageOrigin, SiteRun
+from reportgen.site.manifest import DATA_DIR, ManifestEntry, PageOrigin, SiteRun
 from reportgen.site.workers import render_workers, worker_init
+from reportgen.store.files import read_regular
 from reportgen.store.layout import RUN_FILE, safe_component, slug
 from reportgen.store.loader import load_run, member_file
+from reportgen.store.outputs import NOJEKYLL
 from reportgen.store.withdrawn import read_withdrawn
 
 PAGES_PER_RUN = 2
@@ -120,7 +122,7 @@ def write_pages(tasks: list[RunPageTask]) -> list[FailedPage]:
 
 def sha256_file(path: Path) -> str:
     """Hex SHA-256 of a file."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_regular(path)).hexdigest()
 
 
 def write_run_page(run: Run, bundle: Path, dest: Path, view: RunView | None = None) -> int:

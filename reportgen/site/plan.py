@@ -15,7 +15,6 @@ from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR
 from reportgen.site.manifest import (
     DATA_DIR,
-    MANIFEST_FILE,
     RUN_PAGE,
     RUNS_DIR,
     ManifestEntry,
@@ -24,8 +23,10 @@ from reportgen.site.manifest import (
     SiteRun,
 )
 from reportgen.site.pages import sha256_file
+from reportgen.store.files import NotRegularFile, read_regular
 from reportgen.store.layout import RUN_FILE
 from reportgen.store.loader import list_run_dirs, load_run
+from reportgen.store.outputs import MANIFEST_FILE
 from reportgen.store.runjson import parse_run_json
 from reportgen.store.withdrawn import read_withdrawn
 
@@ -135,7 +136,9 @@ def load_carried(out: Path, run_id: str) -> Run:
     """The run.json copy kept in the old site for a run that is no longer in the store."""
     path = out / RUNS_DIR / run_id / DATA_DIR / RUN_FILE
     try:
-        text = path.read_bytes()
+        text = read_regular(path)
+    except NotRegularFile as exc:
+        raise SiteError(f"{exc}; restore the site, or put the bundle back in the store") from None
     except OSError:
         raise SiteError(f"{path}: missing, but {MANIFEST_FILE} lists run {run_id} and the store no longer has it; "
                         "put the bundle back in the store or restore the site") from None

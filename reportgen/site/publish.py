@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -28,8 +29,10 @@ from pathlib import Path
 from reportgen import __version__
 from reportgen.errors import ConflictError, ExitCode, SiteError
 from reportgen.site.fs import BUILD_PREFIXES, shared_lock
-from reportgen.site.manifest import MANIFEST_FILE, NOJEKYLL, RUN_PAGE, RUNS_DIR, manifest_pages
+from reportgen.site.manifest import RUN_PAGE, RUNS_DIR, manifest_pages
+from reportgen.store.files import file_kind, read_regular
 from reportgen.store.layout import is_safe_relpath
+from reportgen.store.outputs import MANIFEST_FILE, NOJEKYLL
 from reportgen.text.terminal import terminal_safe
 
 FALLBACK_IDENTITY = {
@@ -70,6 +73,9 @@ def check_site(site: Path) -> list[str]:
     if not site.is_dir():
         raise SiteError(f"{site}: no such site folder; run 'reportgen build --out {site}' first")
     for name in (MANIFEST_FILE, NOJEKYLL):
+        if not (site / name).is_file() and os.path.lexists(site / name):
+            raise SiteError(f"{site / name}: is {file_kind(os.lstat(site / name).st_mode)}, not a regular file; "
+                            "a published site must hold only regular files, rebuild it")
         if not (site / name).is_file():
             raise SiteError(f"{site}: has no {name}, so it is not a site built by reportgen; run 'reportgen build'")
     _check_no_build_in_progress(site)
@@ -94,6 +100,11 @@ def _site_files(site: Path) -> Iterator[str]:
             p = Path(root) / name
             if p.is_symlink():
                 raise SiteError(f"{p}: is a symbolic link; a published site must hold only real files")
+        for name in names:
+            mode = os.lstat(Path(root) / name).st_mode
+            if not stat.S_ISREG(mode):  # git would block reading a FIFO
+                raise SiteError(f"{Path(root) / name}: is {file_kind(mode)}, not a regular file; a published site "
+                                "must hold only regular files, rebuild it")
         for name in sorted(names):
             rel = (Path(root) / name).relative_to(site).as_posix()
             if not is_safe_relpath(rel) or any(c in rel for c in "\n\r\t"):
@@ -105,7 +116,7 @@ def _check_manifest(site: Path, files: set[str]) -> None:
     """Every run page the manifest lists must be present."""
     path = site / MANIFEST_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SiteError(f"{path}: cannot be read ({exc}); rebuild the site with 'reportgen build'") from None
     if not isinstance(data, dict):

@@ -8,15 +8,18 @@ import tempfile
 from pathlib import Path
 
 from reportgen.errors import UsageError
+from reportgen.store.files import file_kind
+from reportgen.store.outputs import check_output_path
 
 
-def write_output(path: Path, text: str) -> None:
+def write_output(path: Path, text: str, store: Path | None) -> None:
     """Write ``text`` to ``path``: a new file or a regular one, replaced atomically; a symlink is written through.
 
     A symlink to a regular file (or to a new path) has its target replaced and stays a link; a path that
-    is (or links to) a device, FIFO, socket or folder is refused: nothing there is changed.
+    is (or links to) a device, FIFO, socket or folder is refused, and so is one inside ``store``, a run bundle
+    or a built site (:func:`reportgen.store.outputs.check_output_path`): nothing there is changed.
     """
-    target = Path(os.path.realpath(path))
+    target = check_output_path(path, store)
     try:
         st = os.stat(target)
     except FileNotFoundError:
@@ -24,17 +27,11 @@ def write_output(path: Path, text: str) -> None:
     except OSError as exc:
         raise UsageError(f"{path}: cannot be written ({exc.strerror}); use a writable path") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{path}: is {_file_kind(st.st_mode)}, not a regular file; give a new path or a regular file")
+        raise UsageError(f"{path}: is {file_kind(st.st_mode)}, not a regular file; give a new path or a regular file")
     try:
         write_text_atomic(target, text, mode=stat.S_IMODE(st.st_mode) if st is not None else None)
     except OSError as exc:
         raise UsageError(f"{path}: cannot be written ({exc.strerror}); use a writable path") from None
-
-
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-             (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:

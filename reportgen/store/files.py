@@ -1,4 +1,7 @@
-"""A guarded open for reading: only a regular file, so a FIFO or device never blocks a reader."""
+"""A guarded open for reading: only a regular file, so a FIFO or device never blocks a reader.
+
+Every read of a file in the store or a site (run.json, withdrawn.json, manifest.json, a trace) goes through
+:func:`open_regular` or :func:`read_regular`."""
 
 from __future__ import annotations
 
@@ -10,6 +13,13 @@ from pathlib import Path
 
 class NotRegularFile(OSError):
     """The path is a FIFO, socket or device: reading it could block for ever."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words: ``a FIFO``, ``a folder``, ``a character device``..."""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def open_regular(path: Path) -> io.BufferedReader:
@@ -24,9 +34,17 @@ def open_regular(path: Path) -> io.BufferedReader:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(21, "Is a directory", str(path))
         if not stat.S_ISREG(mode):
-            raise NotRegularFile(f"{path}: not a regular file")
+            raise NotRegularFile(f"{path}: is {file_kind(mode)}, not a regular file")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``, read through :func:`open_regular` (at most ``limit`` + 1 bytes,
+    so a caller can tell a file over its limit); the errors are open_regular's."""
+    with open_regular(path) as fh:
+        return fh.read() if limit is None else fh.read(limit + 1)
+

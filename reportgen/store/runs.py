@@ -10,7 +10,7 @@ from pathlib import Path
 from reportgen.errors import ExitCode, UsageError
 from reportgen.model.run import Run, VariantStatus
 from reportgen.store.loader import load_run, load_store_tolerant, resolve_run_dir, run_machine
-from reportgen.store.withdrawn import MAX_REASON_CHARS, Withdrawal, read_withdrawn, write_withdrawn
+from reportgen.store.withdrawn import MAX_REASON_CHARS, Withdrawal, add_withdrawal, read_withdrawn
 from reportgen.text.terminal import printable
 
 
@@ -90,10 +90,10 @@ def withdraw_run(request: RemoveRequest, now: datetime | None = None) -> Withdra
     run = load_run(folder)
     if folder.resolve().parent != request.store.resolve():
         raise UsageError(f"{request.ref}: not a run of the store {request.store}; pass its run id")
-    existing = read_withdrawn(request.store)
+    read_withdrawn(request.store)  # an unreadable withdrawn.json is refused before the lock file is made
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     entry = Withdrawal(run.run_id, stamp, reason)
-    write_withdrawn(request.store, {**existing, run.run_id: entry})
+    add_withdrawal(request.store, entry)  # under the store's lock: a concurrent rm is never lost
     return entry
 
 

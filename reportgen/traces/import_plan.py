@@ -11,7 +11,7 @@ from enum import Enum
 from pathlib import Path
 
 from reportgen import devices
-from reportgen.devices.spec import Device, ImportLayout
+from reportgen.devices.spec import Device, ImportLayout, links_below
 from reportgen.errors import TraceError
 from reportgen.store.layout import safe_component
 
@@ -62,22 +62,29 @@ def plan_import(path: Path) -> ImportPlan:
     if not path.is_dir():  # a FIFO, socket or device: reading it could block forever, listing it fails
         raise TraceError(f"{path}: is not a regular file or a folder; pass a trace file (.json, .json.gz) or a "
                          "profile_output/ folder")
+    links = [p.relative_to(path).as_posix() for p in links_below(path)]
     for device, layout in devices.import_layouts():
-        found = layout.find_traces(path)
+        found = layout.find_traces(path)  # only through real folders (devices.spec.first_link)
         if found:
             inputs = _unique([TraceInput(t, _folder_variant(path, t), layout.artifacts(t.parent)) for t in found])
-            skipped = [p.name for t in found for p in t.parent.iterdir() if p.is_symlink()]
-            notes = (f"skipped symbolic links in the profile folder: {', '.join(sorted(skipped))}",) if skipped else ()
+            notes = (f"skipped symbolic links in the profile folder: {_names(links)}",) if links else ()
             return ImportPlan(path, Layout.DEVICE_FOLDER, inputs, notes, (device, layout))
     named = sorted(p for p in path.iterdir() if not p.name.startswith(".") and p.name.lower().endswith((".json", ".json.gz")))
     files = [p for p in named if p.is_file() and not p.is_symlink()]  # a link could pull in a file from anywhere
     if not files:
         layouts = " or ".join(layout.description for _, layout in devices.import_layouts())
+        skipped = f" (symbolic links are not followed: {_names(links)})" if links else ""
         raise TraceError(f"{path}: no trace files (*.json, *.json.gz) and no {layouts} "
-                         "in this folder; pass a trace file or a profile_output/ folder")
-    links = [p.name for p in named if p.is_symlink()]
-    notes = (f"skipped symbolic links in the folder: {', '.join(links)}",) if links else ()
+                         f"in this folder{skipped}; pass a trace file or a profile_output/ folder")
+    top = [p.name for p in named if p.is_symlink()]
+    notes = (f"skipped symbolic links in the folder: {', '.join(top)}",) if top else ()
     return ImportPlan(path, Layout.FOLDER, _unique([TraceInput(p, variant_name_for(p)) for p in files]), notes)
+
+
+def _names(links: list[str], shown: int = 5) -> str:
+    """The first few link names, and how many more."""
+    more = f" and {len(links) - shown} more" if len(links) > shown else ""
+    return ", ".join(links[:shown]) + more
 
 
 def variant_name_for(path: Path) -> str:

@@ -25,7 +25,7 @@ from reportgen.devices.backend import Backend, import_torch
 from reportgen.devices.host import dist_version
 from reportgen.devices.lanes import CategoryPattern, Lane, LaneRules
 from reportgen.devices.neuron import chips, explorer, hardware
-from reportgen.devices.spec import Device, DeviceSummary, EnvField, ImportLayout, TraceEvidence
+from reportgen.devices.spec import Device, DeviceSummary, EnvField, ImportLayout, TraceEvidence, first_link
 from reportgen.errors import DeviceUnavailable
 from reportgen.model.evidence import VariantEvidence
 from reportgen.model.run import DeviceEvidence, DeviceKind, DevicePeak, TimeBasis
@@ -130,10 +130,12 @@ class NeuronBackend(Backend):
         return _neuron_session(out_dir)
 
     def collect_artifacts(self, out_dir: Path) -> tuple[Path | None, list[tuple[Path, str]]]:
-        traces = find_traces(out_dir) or sorted(p for name in TRACE_NAMES for p in out_dir.rglob(name))
+        traces = find_traces(out_dir) or sorted(p for name in TRACE_NAMES for p in out_dir.rglob(name)
+                                                if first_link(out_dir, p) is None)
         trace = traces[-1] if traces else None
         folder = trace.parent if trace else out_dir
-        found = [(p, ARTIFACT_KINDS[p.suffix]) for p in sorted(folder.rglob("*")) if p.suffix in ARTIFACT_KINDS]
+        found = [(p, ARTIFACT_KINDS[p.suffix]) for p in sorted(folder.rglob("*"))
+                 if p.suffix in ARTIFACT_KINDS and first_link(folder, p) is None]  # never a linked file
         return (trace, found)
 
     def variant_evidence(self, out_dir: Path, steps: int, device_events_per_step: int | None) -> VariantEvidence:
@@ -262,7 +264,8 @@ def find_traces(folder: Path) -> list[Path]:
 
 def _named(folder: Path, prefix: str, with_artifacts: bool = False) -> list[Path]:
     """Files named as a framework trace under ``folder/prefix`` (only beside Neuron files if ``with_artifacts``)."""
-    found = sorted(p for name in TRACE_NAMES for p in folder.glob(prefix + name) if p.is_file())
+    found = sorted(p for name in TRACE_NAMES for p in folder.glob(prefix + name)
+                   if p.is_file() and first_link(folder, p) is None)  # glob enters linked folders: skip them
     with_trace_json = {p.parent for p in found if p.name == TRACE_NAMES[0]}
     return [p for p in found if (p.name == TRACE_NAMES[0] or p.parent not in with_trace_json)
             and (not with_artifacts or LAYOUT.artifacts(p.parent))]

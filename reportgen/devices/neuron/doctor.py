@@ -26,7 +26,7 @@ from typing import Any
 from reportgen import __version__
 from reportgen.devices.host import dist_version
 from reportgen.devices.neuron import explorer, hardware
-from reportgen.errors import ExitCode, UsageError
+from reportgen.errors import ConflictError, ExitCode, UsageError
 
 DISTRIBUTIONS = ("torch", "torch-neuronx", "neuronx-cc")
 ENV_PREFIXES = ("NEURON_", "TORCH_NEURONX_", "REPORTGEN_")
@@ -45,15 +45,26 @@ class DoctorRequest:
     profile_output: Path | None = None
     timeout_s: float = 3600.0
 
+    @property
+    def archive(self) -> Path:
+        """The ``.tar.gz`` written beside ``out``."""
+        return self.out.with_name(self.out.name + ".tar.gz")
+
     def check(self) -> None:
-        """Refuse an ``out`` that holds something, a ``profile_output`` that is not a folder, or a timeout that is
-        not a finite number of seconds up to MAX_TIMEOUT_S."""
+        """Refuse an ``out`` that holds something or is a link, an archive path already taken (a link included), a
+        ``profile_output`` that is not a folder, or a timeout that is not a finite number of seconds up to
+        MAX_TIMEOUT_S."""
         if not (math.isfinite(self.timeout_s) and 0 < self.timeout_s <= MAX_TIMEOUT_S):
             raise UsageError(f"timeout_s {self.timeout_s:g}: expected seconds above 0 and at most {MAX_TIMEOUT_S}",
                              field="timeout_s")
         out = self.out
+        if out.is_symlink():
+            raise UsageError(f"out {out}: is a symbolic link; pick a new folder", field="out")
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise UsageError(f"out {out}: exists and is not an empty folder; pick a new folder", field="out")
+        if os.path.lexists(self.archive):
+            raise ConflictError(f"out {out}: {self.archive} already exists; move it away or pick a new folder "
+                                "(nothing was changed)", field="out")
         if self.profile_output is not None and not self.profile_output.is_dir():
             raise UsageError(f"profile_output {self.profile_output}: not a folder; pass a TorchNeuron profile_output/ "
                              "folder", field="profile_output")
@@ -66,14 +77,25 @@ def run_doctor(request: DoctorRequest) -> int:
     out.mkdir(parents=True, exist_ok=True)
     diagnostics = _diagnostics(request)
     (out / "diagnostics.json").write_text(json.dumps(diagnostics, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    archive = out.with_name(out.name + ".tar.gz")
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(out, arcname=out.name)
+    archive = request.archive
+    _write_archive(out, archive)
     code = diagnostics["profile"]["exit_code"]
     print(f"profile exit code {code}: {diagnostics['profile']['stderr_last_line'] or 'no error output'}")
     print(f"diagnostics: {out / 'diagnostics.json'}")
     print(f"attach to the issue: {archive}")
     return int(ExitCode.OK)
+
+
+def _write_archive(out: Path, archive: Path) -> None:
+    """``archive``, a new file: never one that appeared since the check, never through a symbolic link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(archive, flags, 0o644)
+    except FileExistsError:
+        raise ConflictError(f"out {out}: {archive} appeared while the doctor ran; it was left as it is "
+                            f"(the diagnostics are in {out})", field="out") from None
+    with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w:gz") as tar:
+        tar.add(out, arcname=out.name)
 
 
 def _diagnostics(request: DoctorRequest) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from typing import Any
 
 from reportgen.devices.neuron import parquet
 from reportgen.devices.neuron.summary import load_json, parse_summary, records
+from reportgen.devices.spec import first_link
 from reportgen.model.run import DEVICE_TIME_FIELDS, DeviceEvidence
 
 EXPLORER = "neuron-explorer"
@@ -76,10 +77,10 @@ class Exploration:
 def session_dir(folder: Path) -> Path | None:
     """The capture session at ``folder``: the newest folder holding an .ntff, as TorchNeuron writes it
     (``<instance>_pid_<pid>/<timestamp>/``), or as the runtime's inspect capture writes it (``<instance>_pid_<pid>/``)."""
-    if any(folder.glob("*.ntff")):
+    if any(not p.is_symlink() for p in folder.glob("*.ntff")):
         return folder
     for pattern in ("*_pid_*/*/*.ntff", "*_pid_*/*.ntff", "*/*.ntff"):
-        candidates = sorted({p.parent for p in folder.glob(pattern)})
+        candidates = sorted({p.parent for p in folder.glob(pattern) if first_link(folder, p) is None})
         if candidates:
             return candidates[-1]
     return None

@@ -19,7 +19,7 @@ from pathlib import Path
 from reportgen import __version__
 from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
 from reportgen.config import CONFIG_FILE, PYPROJECT, find_config_file
-from reportgen.errors import ConflictError, ExitCode, UsageError
+from reportgen.errors import ConflictError, ExitCode, UsageError, from_os_error
 
 ACTION_REPOSITORY = "reportgen/reportgen"
 """Where the reusable action lives; ``--action-ref`` names another copy (a fork, a pinned sha)."""
@@ -122,6 +122,11 @@ def _undo(made: list[Path]) -> None:
             pass
 
 
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` with ``path`` as its file name, for a message that names where."""
+    return OSError(exc.errno, exc.strerror, str(path))
+
+
 def write_all(folder: Path, files: dict[str, str]) -> list[Path]:
     """Write every file of ``files`` under ``folder``, or none: on any failure what was made is removed."""
     made: list[Path] = []
@@ -136,6 +141,9 @@ def write_all(folder: Path, files: dict[str, str]) -> list[Path]:
     except OSError as exc:
         _undo(made)
         where = exc.filename or path
+        mapped = from_os_error(exc if exc.filename else _named(exc, path))
+        if mapped is not None:  # the CLI's one line for a path the system refused (exit 3), as every command gives
+            raise mapped from None
         raise UsageError(f"{where}: cannot be written ({exc.strerror or type(exc).__name__}); reportgen init "
                          "wrote nothing; use a writable folder with free space") from None
     except BaseException:
@@ -149,6 +157,9 @@ def run_init(request: InitRequest) -> int:
     try:
         is_dir = request.folder.is_dir()
     except OSError as exc:
+        mapped = from_os_error(exc if exc.filename else _named(exc, request.folder))
+        if mapped is not None:
+            raise mapped from None
         raise UsageError(f"dir {str(request.folder)[:200]!r}: cannot be used ({exc.strerror})", field="dir") from None
     if not is_dir:
         raise UsageError(f"dir {request.folder}: no such folder; create the repository first", field="dir")

@@ -239,7 +239,8 @@ def test_neuron_profile_output_with_neuron_explorer(tmp_path: Path, monkeypatch:
     assert ev is not None and ev.profiled_steps == 1
     assert ev.summary == {"total_time": 0.0004033, "hbm_read_bytes": 4194304.0, "hbm_write_bytes": 4194304.0,
                           "mbu_estimated_percent": 7.2}
-    assert ev.counters_per_step["nc_exec_running"] == 1.0 and ev.counters_per_step["dmem_buf_copyout"] == 0.0
+    assert ev.counters_per_step["nc_exec_running"] == 1.0
+    assert "dmem_buf_copyout" not in ev.counters_per_step  # the legacy json holds none: not known, never zero
     assert "device time: the NTFF via neuron-explorer (total_time 0.0004033 s over 1 profiled step(s)" \
         in ev.timing_source
     assert (f"{v.name}: device summary from neuron-explorer summary-json (absent: mbu_min_read_util_percent, "

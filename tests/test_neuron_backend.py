@@ -110,15 +110,17 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
     assert kinds.count("torch.neuron.synchronize") > 20
 
     # neuron-explorer in its documented form, on each variant's session folder.
-    calls = fake_tools.explorer_calls(neuron_tools)
-    # Parquet first; this stand-in gives none, so summary-json and json follow (Parquet: test_neuron_parquet.py).
-    assert len(calls) == 9
-    assert all(c[3:5] == ["--output-format", "parquet"] for c in calls[::3])
-    for call, variant in zip(calls[1::3], ("naive", "fused", "compiled"), strict=True):
+    calls = [c for c in fake_tools.explorer_calls(neuron_tools) if c[0] == "view"]  # --version: the environment
+    # Parquet first; this stand-in gives none, so summary-json and json follow (Parquet: test_neuron_parquet.py);
+    # then the Perfetto export (tests/test_neuron_perfetto_versions.py).
+    assert len(calls) == 12
+    assert all(c[3:5] == ["--output-format", "parquet"] for c in calls[::4])
+    for call, variant in zip(calls[1::4], ("naive", "fused", "compiled"), strict=True):
         assert call[:2] == ["view", "-d"] and call[3:5] == ["--output-format", "summary-json"]
         session = Path(call[2])
         assert session.parent.name.startswith("i-0standin_pid_") and session.parent.parent.name == variant
-    assert all(c[3:5] == ["--output-format", "json"] and c[-1] == "--ignore-device-profile" for c in calls[2::3])
+    assert all(c[3:5] == ["--output-format", "json"] and c[-1] == "--ignore-device-profile" for c in calls[2::4])
+    assert all(c[3:] == ["--output-format", "perfetto"] for c in calls[3::4])
 
     (run,) = load_store(store)
     assert run.environment.device_extras["instance_type"] == "trn2.3xlarge"
@@ -140,7 +142,8 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
         ev = v.device_evidence
         assert ev is not None and ev.profiled_steps == STEPS
         assert "device time: the NTFF via neuron-explorer" in ev.timing_source
-        assert sorted(a.kind for a in v.artifacts) == ["neff", "neuron-explorer", "neuron-explorer", "ntff", "pb", "pb"]
+        assert sorted(a.kind for a in v.artifacts) == ["neff", "neuron-explorer", "neuron-explorer", "ntff", "pb", "pb",
+                                                       "pftrace", "pftrace"]
     assert naive.device_evidence.counters_per_step["nc_exec_running"] == 7.0  # type: ignore[union-attr]
     assert naive.device_evidence.counters_per_step["nrt_model_submit"] == 7.0  # type: ignore[union-attr]
     assert fused.device_evidence.counters_per_step["nc_exec_running"] == 1.0  # type: ignore[union-attr]
@@ -166,14 +169,15 @@ def test_stand_in_run_reports_counters_traffic_and_timing_source(stand_in, neuro
     assert "<li><strong>naive</strong>: per-call times: wall clock between torch.neuron.synchronize() calls; " \
            "device time: the NTFF via neuron-explorer (total_active_time 0.00808468 s over 3 profiled step(s), " \
            "idle gaps excluded)" in html
-    assert ('<tr><td class="text name">naive</td>\n<td>7</td><td>7</td><td>1</td><td>0</td><td>0</td><td>0</td>'
+    # the legacy json holds no dmem_buf_copyout or model switch here: not known (—), not zero
+    assert ('<tr><td class="text name">naive</td>\n<td>7</td><td>7</td><td>1</td><td>—</td><td>—</td><td>—</td>'
             '<td>16</td><td>28</td>') in html
     assert "<td>1.2 KiB</td>\n<td>3.8 KiB</td><td><strong>3.00×</strong></td>" in html
     assert "| naive | 1.2 KiB | 3.8 KiB | **3.00×** |" in md
     assert "| fused | 1.2 KiB | 1.2 KiB | **1.00×** |" in md
     engines = "gpsimd 0.8 %, scalar 12.5 %, sync 1.6 %, tensor 89.5 %, vector 40.0 %"
     assert f"<td>28</td>\n<td class=\"text\">{engines}</td></tr>" in html
-    assert f"| naive | 7 | 7 | 1 | 0 | 0 | 0 | 16 | 28 | {engines} |" in md
+    assert f"| naive | 7 | 7 | 1 | — | — | — | 16 | 28 | {engines} |" in md
     assert "<td>4.5 %</td></tr>" in html  # naive's mbu_estimated_percent 0.045, a ratio
     assert f"| compiled | 1 | 0 | 1 | {md_escape('aten::_fake_fallback')} | — |" in md
     assert "host CPU time, the trace has no device events; see Device evidence" in html

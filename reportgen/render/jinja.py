@@ -19,6 +19,7 @@ import jinja2
 import markdown as markdown_lib
 
 from reportgen import devices
+from reportgen.devices.neuron import perfetto
 from reportgen.text.formatting import DASH, FILTERS
 from reportgen.text.markdown import clip, html_inline, md_escape
 
@@ -49,7 +50,8 @@ def _md_finalize(value: Any) -> str:
     return md_escape(value)
 
 
-DATA_FILTERS: dict[str, Any] = {"labelled_extras": devices.labelled_extras, "undeclared_extras": devices.undeclared_extras}
+DATA_FILTERS: dict[str, Any] = {"labelled_extras": devices.labelled_extras, "undeclared_extras": devices.undeclared_extras,
+                                "neuron_openings": perfetto.openings}
 """Filters that return data (device extras by label), escaped like any other value where printed."""
 
 

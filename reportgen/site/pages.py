@@ -32,7 +32,7 @@ HELP_DOC = "reading-a-report.md"
 """The help page's Markdown, shipped with the templates (docs/reading-a-report.md in the repository)."""
 STATIC_FILES = ("style.css", "favicon.svg")
 GZIP_MAGIC = b"\x1f\x8b"
-ARTIFACT_SUFFIXES = {"neff": ".neff", "ntff": ".ntff", "pb": ".pb", "device-summary": ".json"}
+ARTIFACT_SUFFIXES = {"neff": ".neff", "ntff": ".ntff", "pb": ".pb", "device-summary": ".json", "pftrace": ".pftrace"}
 """The published suffix of each artifact kind; any other kind is published as ``.bin`` (a download, never a
 page a browser would run)."""
 OTHER_SUFFIX = ".bin"

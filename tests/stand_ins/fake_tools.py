@@ -7,12 +7,17 @@ explorer's ``summary-json`` records carry the counter names and values of a real
 (``real_counters``, from the listing in tests/data/neuron/), as a mapping keyed by node (one
 entry per NEFF for an eager capture), printed to stdout, optionally after log lines.
 
-The fake explorer accepts only ``view -d <session dir> --output-format parquet|summary-json|json
+The fake explorer accepts only ``--version`` (its first line is made up: what the real one prints
+is not documented) and ``view -d <session dir> --output-format parquet|summary-json|json|perfetto
 [--output-file F] [--ignore-device-profile|--ignore-system-profile]`` (exit 2 and a reason on
 stderr otherwise), checks that the session folder holds an .ntff, and appends its argv to
 ``calls.jsonl`` beside itself. Per variant (the first config key that is a component of the session
 path) ``explorer-config.json`` gives the ``summary_json`` payload, ``events`` counts {name: count}
-for the json export, ``log_lines`` printed before the JSON, and ``parquet``: the fixture folder
+for the legacy json export (written in the SDK's documented layout: ``trace_events`` records with
+``group`` and ``lnc_idx``, plus ``mem_usage`` and ``cpu_util``; one event of core 1 and one framework
+event added), ``perfetto`` the .pftrace files the perfetto format writes into the folder it runs in
+(``system_profile.pftrace`` and ``device_profile_model_<id>.pftrace``, the documented names),
+``log_lines`` printed before the JSON, and ``parquet``: the fixture folder
 (tests/data/neuron/parquet/<name>/, written from the schema reference) whose tables Parquet writes
 into the ``--output-file`` folder, one file per table, as the SDK documents; without it, Parquet
 fails (exit 2: an explorer that gives no Parquet). With ``summary_to: "file"`` summary-json writes
@@ -46,10 +51,14 @@ with open(here / "calls.jsonl", "a") as log:
 def fail(msg):
     print("fake neuron-explorer: " + msg, file=sys.stderr)
     sys.exit(2)
+config = json.loads((here / "explorer-config.json").read_text())
+if args == ["--version"]:
+    print(config.get("version_text", "2.19.1"))
+    sys.exit(0)
 if len(args) < 5 or args[0] != "view" or args[1] != "-d" or args[3] != "--output-format":
     fail("expected: view -d <session dir> --output-format FORMAT ...")
 session, fmt, rest = Path(args[2]), args[4], args[5:]
-if fmt not in ("parquet", "summary-json", "json"):
+if fmt not in ("parquet", "summary-json", "json", "perfetto"):
     fail("unsupported --output-format " + fmt)
 out_file = None
 while rest:
@@ -61,7 +70,6 @@ while rest:
         fail("unknown argument " + rest[0])
 if not session.is_dir() or not any(session.glob("*.ntff")):
     fail("session folder has no .ntff: " + str(session))
-config = json.loads((here / "explorer-config.json").read_text())
 variant = next((k for k in config["variants"] if k in session.parts), None)
 if variant is None:
     fail("no configured variant in " + str(session))
@@ -75,6 +83,16 @@ if fmt == "parquet":
     for table in sorted((PARQUET_FIXTURES / spec["parquet"]).glob("*.parquet")):
         shutil.copyfile(table, Path(out_file) / table.name)
     sys.exit(0)
+if fmt == "perfetto":
+    if out_file is not None:
+        fail("this stand-in writes Perfetto files into the folder it runs in, as the documented example names none")
+    perfetto = spec.get("perfetto", {"models": ["1"], "bytes": 64})
+    if perfetto.get("fail"):
+        fail("perfetto conversion failed")
+    names = ["system_profile.pftrace"] + ["device_profile_model_%s.pftrace" % m for m in perfetto["models"]]
+    for name in names:  # bytes standing in for Perfetto's protobuf; reportgen never reads them
+        Path(name).write_bytes(b"\x0a" * perfetto["bytes"])
+    sys.exit(0)
 if fmt == "summary-json":
     for line in spec.get("log_lines", []):
         print(line)
@@ -84,16 +102,22 @@ if fmt == "summary-json":
     else:
         print(text)
     sys.exit(0)
-events = []
+events = []  # system_profile.json's trace_events as the SDK documents them: group, lnc_idx as a string, type
 for name, count in spec["events"].items():
     for i in range(count):
-        events.append({"id": str(len(events)), "name": name, "start_ts": 1000 * i, "end_ts": 1000 * i + 10,
-                       "duration_ns": 10, "trace_event_source": "neuron_rt" if name.startswith("nrt") else "neuron_hw",
-                       "instance_id": "i-0standin", "process_id": 1, "thread_id": 1, "nc_idx": 0})
-events.append({"id": "x", "name": "nc_exec_running", "start_ts": 0, "end_ts": 1, "duration_ns": 1,
-               "trace_event_source": "neuron_hw", "instance_id": "i-0standin", "process_id": 1, "thread_id": 1,
-               "nc_idx": 1})
-text = json.dumps({"system_profile": {"events": events}})
+        events.append({"duration": 10, "group": "nrt-nc-000", "id": len(events) + 1, "instance_id": "i-0standin",
+                       "lnc_idx": "0", "name": name, "parent_id": 0, "process_id": "1", "thread_id": 1,
+                       "timestamp": 1729888371056597613 + 1000 * i, "type": 11})
+events.append({"duration": 1, "group": "nrt-nc-001", "id": len(events) + 1, "instance_id": "i-0standin",
+               "lnc_idx": "1", "name": "nc_exec_running", "parent_id": 0, "process_id": "1", "thread_id": 1,
+               "timestamp": 1729888371056597613, "type": 11})
+events.append({"duration": 3758079, "group": "framework-1", "instance_id": "i-0standin", "name": "aten::mul",
+               "process_id": "1", "thread_id": 1, "timestamp": 1729888382798557372, "type": 99999})
+text = json.dumps({"trace_events": events,
+                   "mem_usage": [{"duration": 1, "instance_id": "i-0standin", "percent_usage": 9.7,
+                                  "timestamp": 1729888369286687792, "usage": 51805806592}],
+                   "cpu_util": [{"cpu_id": "0", "duration": 1, "instance_id": "i-0standin",
+                                 "timestamp": 1729888371287337243, "util": 2.3255813}]})
 if config.get("stdout") or out_file is None:
     print(text)
 else:
@@ -125,6 +149,21 @@ time.sleep(60)  # the real tool streams until it is stopped
 '''
 
 
+DPKG_QUERY_SCRIPT = r'''
+import json, sys
+from pathlib import Path
+installed = json.loads((Path(__file__).resolve().parent / "dpkg-query-config.json").read_text())
+args = sys.argv[1:]
+if len(args) != 3 or args[:2] != ["-W", "-f=${Version}"]:
+    print("fake dpkg-query: expected -W -f=${Version} PACKAGE", file=sys.stderr)
+    sys.exit(2)
+if args[2] not in installed:
+    print("dpkg-query: no packages found matching " + args[2], file=sys.stderr)
+    sys.exit(1)
+sys.stdout.write(installed[args[2]])  # -f with no newline: the version alone, as dpkg-query prints it
+'''
+
+
 def _install(bin_dir: Path, name: str, body: str) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     tool = bin_dir / name
@@ -133,11 +172,13 @@ def _install(bin_dir: Path, name: str, body: str) -> Path:
     return tool
 
 
-def install_neuron_explorer(bin_dir: Path, variants: dict[str, dict[str, Any]], stdout: bool = False) -> Path:
+def install_neuron_explorer(bin_dir: Path, variants: dict[str, dict[str, Any]], stdout: bool = False,
+                            version_text: str = "2.19.1") -> Path:
     """The fake explorer in ``bin_dir``; ``variants``: name -> {"summary_json": ..., "events": {...},
-    "parquet": fixture folder name, ...}."""
+    "parquet": fixture folder name, "perfetto": {"models": [...], "bytes": n} or {"fail": true}, ...}."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    (bin_dir / "explorer-config.json").write_text(json.dumps({"variants": variants, "stdout": stdout}))
+    (bin_dir / "explorer-config.json").write_text(json.dumps({"variants": variants, "stdout": stdout,
+                                                              "version_text": version_text}))
     return _install(bin_dir, "neuron-explorer", EXPLORER_SCRIPT.replace("__PARQUET_FIXTURES__",
                                                                          repr(str(PARQUET_FIXTURES))))
 
@@ -160,6 +201,14 @@ def install_neuron_monitor(bin_dir: Path, capture: str) -> Path:
     lines = text.splitlines() if capture.endswith(".jsonl") else [json.dumps(json.loads(text))]
     (bin_dir / "neuron-monitor-capture.txt").write_text("\n".join(lines) + "\n")
     return _install(bin_dir, "neuron-monitor", NEURON_MONITOR_SCRIPT)
+
+
+def install_dpkg_query(bin_dir: Path, installed: dict[str, str]) -> Path:
+    """The fake ``dpkg-query -W -f=${Version} PACKAGE``: prints ``installed[PACKAGE]``; for any other package dpkg's
+    own refusal (exit 1, "no packages found matching")."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "dpkg-query-config.json").write_text(json.dumps(installed))
+    return _install(bin_dir, "dpkg-query", DPKG_QUERY_SCRIPT)
 
 
 def explorer_calls(bin_dir: Path) -> list[list[str]]:

@@ -14,9 +14,12 @@ the calls, and fake Neuron tools that print what the real ones printed on trn1, 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import importlib.metadata
 import os
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ from typing import Any
 from reportgen.devices.backend import Backend, import_torch
 from reportgen.devices.host import dist_version
 from reportgen.devices.lanes import CategoryPattern, Lane, LaneRules
-from reportgen.devices.neuron import chips, explorer, hardware
+from reportgen.devices.neuron import chips, explorer, hardware, perfetto, versions
 from reportgen.devices.spec import Device, DeviceSummary, EnvField, ImportLayout, TraceEvidence, first_link
 from reportgen.errors import DeviceUnavailable
 from reportgen.model.evidence import VariantEvidence
@@ -154,6 +157,11 @@ class NeuronBackend(Backend):
             if not path.is_file():
                 path.write_bytes(raw)
             files.append((path, "neuron-explorer"))
+        exe = shutil.which(explorer.EXPLORER)
+        if exe is not None:  # without the tool, explore's note already says so
+            exported = perfetto.export(exe, session, scratch, subprocess.run)
+            files.extend((p, perfetto.PFTRACE_KIND) for p in exported.files)
+            found = dataclasses.replace(found, notes=(*found.notes, *exported.notes))
         neffs = len({p.name for p in session.glob("*.neff")})
         device = found.evidence(explorer.timing_source(found, device_events_per_step))
         return VariantEvidence(device, basis, neffs, fallbacks, tuple(files))
@@ -163,7 +171,7 @@ class NeuronBackend(Backend):
         version = getattr(module, "__version__", None) or dist_version("torch-neuronx")
         extras: dict[str, str | None] = {"torch_neuronx_version": version,
                                          "neuronx_cc_version": dist_version("neuronx-cc")}
-        extras.update(hardware.environment_facts(self.neuron_ls()))
+        extras.update(hardware.environment_facts(self.neuron_ls(), tool_versions=versions.read_versions()))
         extras["eager_fusion"] = (f"off (${EAGER_FUSION_ENV}=off: torch.use_deterministic_algorithms(True))"
                                   if _eager_fusion_off() else
                                   f"default (Adaptive Eager Execution may fuse queued eager ops; "

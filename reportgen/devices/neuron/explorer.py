@@ -10,11 +10,17 @@ summary.py, every record counted) and ``json`` (the legacy full export, for the 
 events); ``--output-file`` names where they write, and where they printed to stdout instead (as
 scripts in the wild read summary-json), stdout is read, log lines before the JSON skipped.
 
-The system-trace records are recognised by their fields (``name`` and ``trace_event_source``,
-SystemProfileEvents, SCH), wherever they sit in the legacy json: assumed, not checked against a real
-export (the facts doc says the legacy json's records carry ``group`` and ``lnc_idx``). Tested against
-a fake executable that writes Parquet fixtures written from the schema reference, and whose
-summary-json carries the counter names of a real inf2 capture (tests/stand_ins/).
+The legacy json export is documented (SDK ``tools/neuron-explorer/get-started.rst``, and the archived Profiler
+2.0 guide) to write ``system_profile.json`` and one ``device_profile_model_<id>.json`` per compiled model; the
+system profile holds ``trace_events`` (Neuron Runtime API and framework events: ``name``, ``group`` such as
+``nrt-nc-000``, ``lnc_idx`` as a string, ``timestamp``, ``duration``), ``mem_usage`` and ``cpu_util``. Where it
+writes is not documented beyond ``--output-file``: reportgen names ``<empty folder>/system_profile.json`` and runs
+the tool in that folder, so the file is found whichever of the two it follows. Its records are recognised by
+``name`` with ``group`` (legacy json) or ``trace_event_source`` (Parquet's SystemProfileEvents), the core by
+``lnc_idx`` or ``nc_idx``; hardware events are not among its documented contents, so an event name the export does
+not hold is left out (not known), never counted as zero. Tested against a fake executable that writes Parquet
+fixtures written from the schema reference, a legacy json in the documented layout, and a summary-json with the
+counter names of a real inf2 capture (tests/stand_ins/).
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ COUNTER_EVENTS = ("nc_exec_running", "nrt_model_submit", "dmem_buf_copyin", "dme
 """System-trace events that show fusion (per profiled step): executions, NEFF submissions, copies, switches."""
 SUMMARY_FILE = "neuron-explorer-summary.json"
 SYSTEM_FILE = "neuron-explorer-system.json"
+"""The legacy json's system profile as kept with the run."""
+LEGACY_DIR = "neuron-explorer-json"
+LEGACY_SYSTEM = "system_profile.json"
+"""The file the legacy ``--output-format json`` writes for the system profile (documented name)."""
 PARQUET_DIR = "neuron-explorer-parquet"
 """The folder named to ``--output-file`` for Parquet; the tables read are kept as ``<PARQUET_DIR>-<file>``."""
 EXECUTIONS = "executions"
@@ -112,7 +122,7 @@ def explore_parquet(exe: str, session: Path, steps: int, scratch: Path, run: Run
     argv = (exe, "view", "-d", str(session), "--output-format", "parquet", "--output-file", str(out_dir))
     if out_dir.is_dir():
         shutil.rmtree(out_dir)  # reportgen's own scratch folder: no table of an earlier call may be read
-    problem = _call(argv, run)[1]
+    problem = call(argv, run)[1]
     if problem:
         return problem
     read = parquet.read_profile(out_dir)
@@ -137,7 +147,11 @@ def explore_parquet(exe: str, session: Path, steps: int, scratch: Path, run: Run
 def explore_summary_json(exe: str, session: Path, steps: int, scratch: Path, run: Runner) -> Exploration:
     """The fallback: neuron-explorer twice on ``session`` (summary-json, then json), read by their documented fields."""
     summary_out = view(exe, session, "summary-json", scratch / SUMMARY_FILE, run)
-    system_out = view(exe, session, "json", scratch / SYSTEM_FILE, run, "--ignore-device-profile")
+    legacy = scratch / LEGACY_DIR
+    if legacy.is_dir():
+        shutil.rmtree(legacy)  # reportgen's own scratch folder: no file of an earlier call may be read
+    legacy.mkdir(parents=True)
+    system_out = view(exe, session, "json", legacy / LEGACY_SYSTEM, run, "--ignore-device-profile", cwd=legacy)
     notes: list[str] = []
     raw: dict[str, bytes] = {}
     summary: dict[str, float] = {}
@@ -162,11 +176,13 @@ def explore_summary_json(exe: str, session: Path, steps: int, scratch: Path, run
     return Exploration(summary, counters, steps, tool, tuple(notes), raw)
 
 
-def view(exe: str, session: Path, fmt: str, out_file: Path, run: Runner, *extra: str) -> ToolOutput:
-    """``neuron-explorer view -d SESSION --output-format FMT --output-file OUT``: the file's bytes, else stdout."""
+def view(exe: str, session: Path, fmt: str, out_file: Path, run: Runner, *extra: str,
+         cwd: Path | None = None) -> ToolOutput:
+    """``neuron-explorer view -d SESSION --output-format FMT --output-file OUT`` (run in ``cwd``): the file's bytes,
+    else stdout."""
     argv = (exe, "view", "-d", str(session), "--output-format", fmt, "--output-file", str(out_file), *extra)
     out_file.unlink(missing_ok=True)
-    proc, problem = _call(argv, run)
+    proc, problem = call(argv, run, cwd)
     if proc is None:
         return ToolOutput(argv, None, problem)
     if out_file.is_file():
@@ -176,10 +192,12 @@ def view(exe: str, session: Path, fmt: str, out_file: Path, run: Runner, *extra:
     return ToolOutput(argv, None, "neuron-explorer wrote nothing (no --output-file and no stdout)")
 
 
-def _call(argv: tuple[str, ...], run: Runner) -> tuple[subprocess.CompletedProcess[bytes] | None, str | None]:
-    """One neuron-explorer run: the finished process, or None and why it failed."""
+def call(argv: tuple[str, ...], run: Runner,
+         cwd: Path | None = None) -> tuple[subprocess.CompletedProcess[bytes] | None, str | None]:
+    """One neuron-explorer run (in ``cwd`` where given): the finished process, or None and why it failed."""
+    where = {"cwd": str(cwd)} if cwd is not None else {}
     try:
-        proc = run(list(argv), capture_output=True, timeout=TIMEOUT_S, check=False)
+        proc = run(list(argv), capture_output=True, timeout=TIMEOUT_S, check=False, **where)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"neuron-explorer could not run ({type(exc).__name__})"
     if proc.returncode != 0:
@@ -189,25 +207,43 @@ def _call(argv: tuple[str, ...], run: Runner) -> tuple[subprocess.CompletedProce
 
 
 def parse_system_counts(raw: bytes) -> tuple[dict[str, float], str]:
-    """Counts of COUNTER_EVENTS among the system-trace records of the legacy json export (objects with the
-    SystemProfileEvents fields ``name`` and ``trace_event_source``, wherever they sit)."""
+    """Counts of COUNTER_EVENTS among the system-trace records of the legacy json export (objects with ``name`` and
+    ``group``, as documented, or ``trace_event_source``, wherever they sit); names it does not hold are left out."""
     data, _ = load_json(raw)
     if data is None:
         return {}, "json export is not JSON: no system-trace counters"
-    return count_events((r for _, r in records(data)), "json export")
+    return count_events((r for _, r in records(data)), "json export", only_present=True)
 
 
-def count_events(rows: Iterable[dict[str, Any]], where: str) -> tuple[dict[str, float], str]:
-    """Counts of COUNTER_EVENTS among the SystemProfileEvents rows of NeuronCore 0 (``nc_idx`` 0 or absent)."""
-    events = [r for r in rows if isinstance(r.get("name"), str) and isinstance(r.get("trace_event_source"), str)
-              and r.get("nc_idx", 0) in (0, "0")]
+def count_events(rows: Iterable[dict[str, Any]], where: str,
+                 only_present: bool = False) -> tuple[dict[str, float], str]:
+    """Counts of COUNTER_EVENTS among the system-trace rows of NeuronCore 0 (``_core``); with ``only_present``, an
+    event name absent from the rows is left out rather than counted 0."""
+    events = [r for r in rows if _is_event(r) and _core(r) in (0, "0")]
     if not events:
-        return {}, (f"{where} holds no system-trace events of NeuronCore 0 (name, trace_event_source, nc_idx): "
-                    "no counters")
+        return {}, (f"{where} holds no system-trace events of NeuronCore 0 (name with group or trace_event_source; "
+                    "lnc_idx or nc_idx): no counters")
     names = Counter(str(r["name"]) for r in events)
-    counts = {name: float(names.get(name, 0)) for name in COUNTER_EVENTS}
+    counts = {name: float(names.get(name, 0)) for name in COUNTER_EVENTS if names.get(name) or not only_present}
     counts["system_trace_events"] = float(len(events))
-    return counts, f"system-trace counters from {len(events)} events of NeuronCore 0 in the {where}"
+    absent = [n for n in COUNTER_EVENTS if n not in counts]
+    note = f"system-trace counters from {len(events)} events of NeuronCore 0 in the {where}"
+    return counts, note + (f"; not in it, so not known: {', '.join(absent)}" if absent else "")
+
+
+def _core(row: dict[str, Any]) -> object:
+    """The row's NeuronCore: ``nc_idx`` (Parquet; absent taken as 0), or the legacy json's ``lnc_idx`` (absent on
+    its framework events, which belong to no core and are not counted)."""
+    if "group" in row and "trace_event_source" not in row:
+        return row.get("lnc_idx")
+    return row.get("nc_idx", 0)
+
+
+def _is_event(row: dict[str, Any]) -> bool:
+    """A system-trace event: a ``name``, and its source as Parquet (``trace_event_source``) or the legacy json
+    (``group``) names it."""
+    return isinstance(row.get("name"), str) and (isinstance(row.get("trace_event_source"), str)
+                                                 or isinstance(row.get("group"), str))
 
 
 def _shown(argv: tuple[str, ...], session: Path) -> str:

@@ -251,9 +251,11 @@ def inspect_enabled(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(INSPECT_ENV, "").strip().lower() not in _FALSE
 
 
-def environment_facts(ls: NeuronLs, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The neuron entries of Environment.device_extras (instance, devices, LNC, core settings, warnings)."""
-    facts = {"neuron_ls": ls.note}
+def environment_facts(ls: NeuronLs, environ: Mapping[str, str] = os.environ,
+                      tool_versions: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The neuron entries of Environment.device_extras (instance, devices, LNC, core settings, the runtime's and the
+    explorer's versions as versions.py read them, warnings)."""
+    facts = {"neuron_ls": ls.note, **(tool_versions or {})}
     if ls.instance_type:
         facts["instance_type"] = ls.instance_type
     if ls.lnc is not None:

@@ -206,7 +206,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 
     config = _config(store=args.store, machine=args.machine)
     with reading_store(config) as store:
-        return print_runs(RunsRequest(store, args.scenario, args.machine, args.all))
+        return print_runs(RunsRequest(store, args.scenario, args.machine, args.all, config.store_url))
 
 
 def _cmd_rm(args: argparse.Namespace) -> int:

@@ -194,7 +194,7 @@ def test_writer_killed_mid_upload_leaves_no_run_visible(bucket: str, tmp_path: P
     assert store.fs.find(f"{bucket}/runs/{bundle.name}")  # the traces were uploaded ...
     assert store.run_ids() == []  # ... but no run is visible
     listed = run_cli("runs", "--store", url, cwd=tmp_path)
-    assert listed.returncode == 0 and listed.stdout.startswith("no runs"), listed.stderr
+    assert listed.returncode == 0 and listed.stdout.startswith(f"no runs in {url};"), listed.stderr
 
 
 def test_import_rm_and_runs_through_an_s3_store(bucket: str, tmp_path: Path) -> None:

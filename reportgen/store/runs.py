@@ -23,6 +23,8 @@ class RunsRequest:
     scenario: str | None = None
     machine: str | None = None
     include_withdrawn: bool = False
+    shown_as: str | None = None
+    """How messages name the store (an object store's URL; ``store`` is then its local mirror)."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def print_runs(request: RunsRequest | Path) -> int:
     runs = select_runs(loaded, request, withdrawn)
     if not runs and not problems:
         which = " matching the filters" if request.scenario or request.machine else ""
-        print(f"no runs{which} in {printable(str(request.store))}; make one with 'reportgen profile'")
+        print(f"no runs{which} in {printable(request.shown_as or str(request.store))}; make one with 'reportgen profile'")
         return ExitCode.OK
     if runs:
         print("run_id\ttime_utc\tdevice\tmachine\tscenario\tlabel\tvariants\tstatus")

@@ -31,16 +31,8 @@ def shown_url(text: str) -> str:
     if not m or len(m.group(1)) < 2:
         return text
     parts = urlsplit(text)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if _port(parts) else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
-def _port(parts: object) -> int | None:
-    try:
-        return getattr(parts, "port", None)
-    except ValueError:
-        return None
+    host = parts.netloc.rsplit("@", 1)[-1]  # host and port as typed, without a user name or password
+    return f"{parts.scheme}://{host}{parts.path}"
 
 
 def store_value(raw: str | Path, where: str) -> Path | str:
@@ -85,7 +77,7 @@ def _s3_url(text: str, where: str, shown: str) -> str:
     if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
         raise UsageError(f"{where} {shown!r}: put no credentials, query or fragment in a store URL; credentials "
                          "come from the standard AWS chain (environment, ~/.aws, the instance role)")
-    bucket = parts.hostname or ""
+    bucket = parts.netloc  # as typed: .hostname would lower-case it into another bucket's name
     prefix = parts.path.strip("/")
     if not _BUCKET_RE.match(bucket) or any(p in ("", ".", "..") for p in prefix.split("/") if prefix) \
             or "//" in parts.path.rstrip("/")[1:]:

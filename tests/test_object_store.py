@@ -233,3 +233,21 @@ def test_unreachable_s3_store_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     assert proc.returncode == ExitCode.BAD_INPUT, proc.stderr
     assert proc.stderr.count("\n") == 1 and "s3://bucket/runs: cannot list the runs" in proc.stderr
     assert "s3cr3tkey" not in proc.stderr + proc.stdout
+
+
+def test_build_and_compare_read_an_s3_store(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    store = ObjectStore.open(url)
+    base = synthetic_run(run_id="20261130T000000Z-cpu-test-aaa111", with_traces=True)
+    head = synthetic_run(run_id="20261201T000000Z-cpu-test-bbb222", created_utc="2026-12-01T00:00:00Z",
+                         times_us={"naive": 100.0, "fused": 60.0, "compiled": 60.0}, with_traces=True)
+    for run in (base, head):
+        store.put_bundle(write_synthetic(tmp_path / "staging", run))
+    built = run_cli("build", "--runs", url, "--out", str(tmp_path / "site"), cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert all(r.run_id in (tmp_path / "site" / "manifest.json").read_text() for r in (base, head))
+    compared = run_cli("compare", base.run_id, head.run_id, "--store", url, cwd=tmp_path)
+    assert compared.returncode == 0 and "compiled" in compared.stdout, compared.stderr
+    cached = next((tmp_path / "cache" / "reportgen" / "stores").iterdir())
+    assert sorted(p.name for p in cached.iterdir() if p.is_dir()) == [base.run_id, head.run_id]
+    assert (cached / head.run_id / "traces" / "compiled.pt.trace.json.gz").is_file()  # whole bundles mirrored

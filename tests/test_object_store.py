@@ -251,3 +251,13 @@ def test_build_and_compare_read_an_s3_store(bucket: str, tmp_path: Path) -> None
     cached = next((tmp_path / "cache" / "reportgen" / "stores").iterdir())
     assert sorted(p.name for p in cached.iterdir() if p.is_dir()) == [base.run_id, head.run_id]
     assert (cached / head.run_id / "traces" / "compiled.pt.trace.json.gz").is_file()  # whole bundles mirrored
+
+
+def test_corrupt_withdrawal_object_is_one_line_not_a_crash(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    store = ObjectStore.open(url)
+    store.put_bundle(write_synthetic(tmp_path / "staging", synthetic_run()))
+    store.fs.pipe_file(f"{bucket}/runs/.withdrawn/{synthetic_run().run_id}/x.json", b"{not json")
+    proc = run_cli("runs", "--store", url, cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT and proc.stderr.count("\n") == 1, proc.stderr
+    assert ".withdrawn/" in proc.stderr and "delete that object" in proc.stderr

@@ -34,9 +34,11 @@ from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.store.layout import RUN_FILE, is_safe_relpath, is_valid_run_id
 from reportgen.store.withdrawn import Withdrawal, write_withdrawn
 from reportgen.store.writer import make_temp_dir, remove_stale_temp_dirs
+from reportgen.text.documents import Limits, load_json
 from reportgen.text.terminal import printable
 
 WITHDRAWN_PREFIX = ".withdrawn"
+WITHDRAWAL_LIMITS = Limits(max_bytes=64 * 1024)
 WORKERS = 16
 """Parallel listings and downloads when mirroring the store."""
 
@@ -118,8 +120,14 @@ class ObjectStore:
             raise self._failed(exc, "read the withdrawals") from None
         out: dict[str, Withdrawal] = {}
         for key in keys:
-            entry = from_jsonable(Withdrawal, json.loads(blobs[key]), key)
-            out[entry.run_id] = entry
+            source = f"s3://{key}"
+            fix = "delete that object and run 'reportgen rm' again"
+            entry = from_jsonable(Withdrawal, load_json(blobs[key], source, WITHDRAWAL_LIMITS, fix=fix,
+                                                        error=BundleError), source)
+            if key.split("/")[-2] != entry.run_id:
+                raise BundleError(f"{source}: field 'run_id' is {entry.run_id!r}, not its folder's; {fix}")
+            if entry.run_id not in out or entry.withdrawn_utc >= out[entry.run_id].withdrawn_utc:
+                out[entry.run_id] = entry
         return out
 
     def fetch_bundle(self, run_id: str, cache: Path) -> None:

@@ -261,3 +261,14 @@ def test_corrupt_withdrawal_object_is_one_line_not_a_crash(bucket: str, tmp_path
     proc = run_cli("runs", "--store", url, cwd=tmp_path)
     assert proc.returncode == ExitCode.BAD_INPUT and proc.stderr.count("\n") == 1, proc.stderr
     assert ".withdrawn/" in proc.stderr and "delete that object" in proc.stderr
+
+
+def test_failed_upload_keeps_the_new_run_and_names_it(tmp_path: Path, s3_endpoint: str) -> None:
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL_S3": s3_endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    proc = run_cli("import", str(TRACE), "--store", "s3://no-such-bucket-here/runs", env=env, cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT and proc.stderr.count("\n") == 1, proc.stderr
+    kept = proc.stderr.strip().rsplit("the new run is kept in ", 1)[1]
+    assert Path(kept).parent == tmp_path / "tmp" and any(Path(kept).glob("*/run.json"))

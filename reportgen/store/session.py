@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reportgen.errors import ReportgenError
 from reportgen.store.withdrawn import Withdrawal, add_withdrawal
 
 if TYPE_CHECKING:
@@ -54,10 +55,17 @@ def writing_store(config: Config) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix="reportgen-upload-"))
     try:
         yield staging
-        for run_id in upload_new(store, staging):
-            print(f"uploaded {run_id} to {store.url}/{run_id}")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # an interrupted or failed command uploads nothing
+        raise
+    try:
+        uploaded = upload_new(store, staging)
+    except ReportgenError as exc:  # the run is not lost: it stays in the staging folder, named in the message
+        exc.args = (f"{exc.message}; the new run is kept in {staging}",)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    for run_id in uploaded:
+        print(f"uploaded {run_id} to {store.url}/{run_id}")
 
 
 def withdrawal_recorder(config: Config) -> Callable[[Path, Withdrawal], None]:

@@ -9,12 +9,14 @@ the library names fields.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError, writing_into
+from reportgen.store.session import reading_store, withdrawal_recorder, writing_store
 from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -41,10 +43,6 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     check_output_path(args.out, _config().store, field="out")  # never inside the store, a bundle or a site
     with writing_into(args.out):
         return run_doctor(DoctorRequest(args.out, args.scenario, args.profile_output, args.timeout_s))
-
-
-def _store(args: argparse.Namespace) -> Path:
-    return _config(store=args.store).store
 
 
 def profile_request(args: argparse.Namespace, store: Path, config: Config | None = None,
@@ -191,8 +189,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     config = _config(store=args.store, device=args.device, machine=args.machine, baseline=args.baseline,
                      params=param_values or None)
     refs = args.scenario or _config_scenario_names(config) or [DEFAULT_SCENARIO]
-    requests = [profile_request(args, config.store, config, ref, param_values) for ref in refs]  # all checked first
-    codes = [run_profile(request) for request in requests]
+    with writing_store(config) as store:  # an object store's runs are uploaded when all are profiled
+        requests = [profile_request(args, store, config, ref, param_values) for ref in refs]  # all checked first
+        codes = [run_profile(request) for request in requests]
     return max(codes)
 
 
@@ -206,15 +205,17 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     from reportgen.store.runs import RunsRequest, print_runs
 
     config = _config(store=args.store, machine=args.machine)
-    return print_runs(RunsRequest(config.store, args.scenario, args.machine, args.all))
+    with reading_store(config) as store:
+        return print_runs(RunsRequest(store, args.scenario, args.machine, args.all, config.store_url))
 
 
 def _cmd_rm(args: argparse.Namespace) -> int:
     from reportgen.store.runs import RemoveRequest, remove_command
 
-    store = _store(args)
-    with writing_into(store):
-        return remove_command(RemoveRequest(store, args.run, args.reason, args.scenario, args.machine))
+    config = _config(store=args.store)
+    with reading_store(config) as store, writing_into(store):
+        return remove_command(RemoveRequest(store, args.run, args.reason, args.scenario, args.machine),
+                              withdrawal_recorder(config))
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
@@ -265,8 +266,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from reportgen.site import build_site
 
     config = _config(store=args.runs, site=args.out, base_url=args.base_url)
-    with writing_into(config.site):
-        result = build_site(config.store, config.site, config.base_url, strict=args.strict)
+    with reading_store(config) as store, writing_into(config.site):
+        result = build_site(store, config.site, config.base_url, strict=args.strict)
     print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 
@@ -283,10 +284,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.site_url is not None and not valid_site_url(args.site_url):
         raise UsageError(f"--site-url {args.site_url[:60]!r}: expected an http(s) URL such as "
                          "https://user.github.io/repo/")
-    return run_compare(CompareRequest(base=args.base, head=args.head, store=config.store,
-                                      threshold_pct=threshold, fail_on_regression=args.fail_on_regression,
-                                      output_format=OutputFormat(args.format), site_url=args.site_url,
-                                      output=args.output, scenario=args.scenario, machine=args.machine))
+    with reading_store(config) as store:
+        return run_compare(CompareRequest(base=args.base, head=args.head, store=store,
+                                          threshold_pct=threshold, fail_on_regression=args.fail_on_regression,
+                                          output_format=OutputFormat(args.format), site_url=args.site_url,
+                                          output=args.output, scenario=args.scenario, machine=args.machine))
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
@@ -302,14 +304,16 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     check_label(args.label or "")
     request = ImportRequest(Path(args.path), args.label or "", args.device or "auto")
-    return run_import_command(request, _store(args))
+    with writing_store(_config(store=args.store)) as store:
+        return run_import_command(request, store)
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
     from reportgen.ab.command import run_ab_command
 
     config = _config(store=args.store)  # the working folder's: the store and the defaults below
-    return run_ab_command(ab_request(args, config))
+    with writing_store(config) as store:
+        return run_ab_command(ab_request(args, dataclasses.replace(config, store=store)))
 
 
 def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.errors import ConfigError, UsageError
+from reportgen.store.location import cache_folder, store_value
 from reportgen.text.documents import Limits, load_toml
 from reportgen.text.markdown import clip
 from reportgen.text.terminal import printable
@@ -45,6 +46,9 @@ class Config:
     file: Path | None
     scenarios: tuple[Path, ...] = ()
     store: Path = Path("results")
+    """The store's folder; for an object store (``store_url``), its local cache."""
+    store_url: str | None = None
+    """An object store's URL (``s3://bucket/prefix``), checked and free of credentials; None for a folder."""
     site: Path = Path("site")
     base_url: str = "/"
     device: str = "auto"
@@ -66,7 +70,7 @@ class Config:
         """``(key, shown value, origin)`` for every key, in a fixed order: what ``reportgen config`` prints."""
         shown = {
             "scenarios": ", ".join(str(p) for p in self.scenarios) or "(built-in scenarios only)",
-            "store": str(self.store),
+            "store": self.store_url or str(self.store),
             "site": str(self.site),
             "base_url": self.base_url,
             "device": self.device,
@@ -174,6 +178,9 @@ def load_config(cwd: Path | None = None, flags: Mapping[str, Any] | None = None,
         origins[key] = f"flag --{key.replace('_', '-')}"
     defaults = {"store": root / "results", "site": root / "site"} if file else {}
     kwargs = {("threshold_pct" if k == "threshold" else k): v for k, v in {**defaults, **values}.items()}
+    if isinstance(kwargs.get("store"), str):  # an object store: its commands work through a local cache
+        kwargs["store_url"] = kwargs["store"]
+        kwargs["store"] = cache_folder(kwargs["store"])
     return Config(root=root, file=file, origins=origins, **kwargs)
 
 
@@ -199,7 +206,8 @@ def _parse_file_value(file: Path, prefix: str, key: str, raw: Any, root: Path) -
         if not isinstance(raw, str) or not raw:
             raise ConfigError(f'{where}: expected a folder path as a string, e.g. "{key if key == "site" else "results"}"')
         _check_no_controls(where, raw)
-        return root / raw
+        value = store_value(raw, where) if key == "store" else Path(raw)
+        return root / value if isinstance(value, Path) else value
     if key == "sweep":
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
@@ -243,7 +251,9 @@ _EXPECTED = {
 
 def _parse_text_value(where: str, key: str, raw: Any) -> Any:
     """A value from the file, the environment or a flag, checked; ``where`` names its origin in errors."""
-    if key in ("store", "site"):
+    if key == "store":
+        return store_value(raw, where)
+    if key == "site":
         return raw if isinstance(raw, Path) else Path(str(raw))
     if key == "scenarios":
         return tuple(Path(x) for x in raw)

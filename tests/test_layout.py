@@ -17,7 +17,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "reportgen"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("reportgen", "reportgen.errors", "reportgen.text", "reportgen.config"),
+    ("reportgen", "reportgen.errors", "reportgen.text", "reportgen.config", "reportgen.store.location"),
     ("reportgen.model",),
     ("reportgen.devices",),
     ("reportgen.store",),

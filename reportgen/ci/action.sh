@@ -166,10 +166,37 @@ push() {
   profile "$workspace" "$results" "${GITHUB_REF_NAME:-main} ${sha:0:7}"
   git -C "$results" add -A -- .
   git -C "$results" commit --quiet -m "reportgen run for $sha"
-  git -C "$results" push --quiet -- origin "HEAD:refs/heads/$branch"
+  push_results "$results"
   (cd "$workspace" && reportgen build "--runs=$results" "--out=$site" ${RG_BASE_URL:+"--base-url=$RG_BASE_URL"})
   git -C "$workspace" worktree remove --force -- "$results"
   echo "site=$site" >> "${GITHUB_OUTPUT:-/dev/null}"
+}
+
+# push_results DIR: push DIR's HEAD (the new run's commit) to the results branch. Several runners push at
+# once: a push that loses the race fetches the branch, rebases the new commit onto it (a run only adds its
+# own new folder, so the rebase never conflicts) and tries again, at most RG_PUSH_TRIES times (default 10),
+# waiting a random 0..RG_PUSH_BACKOFF_MS*2^try ms (default 500, capped at 30 s) between tries so that
+# racing runners spread out. Exit 6 when every try lost.
+push_results() {
+  local dir="$1" tries="${RG_PUSH_TRIES:-10}" backoff_ms="${RG_PUSH_BACKOFF_MS:-500}" n=1 wait_ms
+  case "$tries$backoff_ms" in "" | *[!0-9]*) refuse "RG_PUSH_TRIES, RG_PUSH_BACKOFF_MS: give whole numbers" ;; esac
+  until git -C "$dir" push --quiet -- origin "HEAD:refs/heads/$branch" 2>/dev/null; do
+    if [ "$n" -ge "$tries" ]; then
+      log "the results branch '$branch' moved on at each of $tries pushes; re-run the job (nothing was lost)"
+      exit 6
+    fi
+    wait_ms=$(( backoff_ms << (n < 6 ? n : 6) ))
+    wait_ms=$(( wait_ms > 30000 ? 30000 : wait_ms ))
+    wait_ms=$(( (RANDOM * 32768 + RANDOM) % (wait_ms + 1) ))
+    [ "$wait_ms" -eq 0 ] || sleep "$(( wait_ms / 1000 )).$(printf '%03d' $(( wait_ms % 1000 )))"
+    n=$((n + 1))
+    git -C "$dir" fetch --quiet -- origin "refs/heads/$branch"
+    if ! git -C "$dir" rebase --quiet FETCH_HEAD; then
+      git -C "$dir" rebase --abort || true
+      log "the new run's commit does not apply on the results branch '$branch'; re-run the job"
+      exit 6
+    fi
+  done
 }
 
 # Sourced (by a test) it only defines the functions above.

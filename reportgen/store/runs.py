@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,8 @@ class RunsRequest:
     scenario: str | None = None
     machine: str | None = None
     include_withdrawn: bool = False
+    shown_as: str | None = None
+    """How messages name the store (an object store's URL; ``store`` is then its local mirror)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ def print_runs(request: RunsRequest | Path) -> int:
     runs = select_runs(loaded, request, withdrawn)
     if not runs and not problems:
         which = " matching the filters" if request.scenario or request.machine else ""
-        print(f"no runs{which} in {printable(str(request.store))}; make one with 'reportgen profile'")
+        print(f"no runs{which} in {printable(request.shown_as or str(request.store))}; make one with 'reportgen profile'")
         return ExitCode.OK
     if runs:
         print("run_id\ttime_utc\tdevice\tmachine\tscenario\tlabel\tvariants\tstatus")
@@ -80,8 +83,9 @@ def print_runs(request: RunsRequest | Path) -> int:
     return ExitCode.BAD_INPUT if problems else ExitCode.OK
 
 
-def withdraw_run(request: RemoveRequest, now: datetime | None = None) -> Withdrawal:
-    """Record ``request.ref``'s run as withdrawn (the bundle itself is kept untouched)."""
+def withdraw_run(request: RemoveRequest, now: datetime | None = None,
+                 record: Callable[[Path, Withdrawal], None] = add_withdrawal) -> Withdrawal:
+    """Record ``request.ref``'s run as withdrawn with ``record`` (the bundle itself is kept untouched)."""
     reason = request.reason.strip()
     if not reason or len(reason) > MAX_REASON_CHARS or any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in reason):
         raise UsageError(f"reason {request.reason[:40]!r}: give one line of printable text "
@@ -93,13 +97,13 @@ def withdraw_run(request: RemoveRequest, now: datetime | None = None) -> Withdra
     read_withdrawn(request.store)  # an unreadable withdrawn.json is refused before the lock file is made
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     entry = Withdrawal(run.run_id, stamp, reason)
-    add_withdrawal(request.store, entry)  # under the store's lock: a concurrent rm is never lost
+    record(request.store, entry)  # under the store's lock, or an object of its own: a concurrent rm is never lost
     return entry
 
 
-def remove_command(request: RemoveRequest) -> int:
+def remove_command(request: RemoveRequest, record: Callable[[Path, Withdrawal], None] = add_withdrawal) -> int:
     """``reportgen rm``: withdraw, and say what that means."""
-    entry = withdraw_run(request)
+    entry = withdraw_run(request, record=record)
     print(f"withdrew {entry.run_id}: {printable(entry.reason)} (kept in {printable(str(request.store))}; "
           "left out of history, latest~N and 'reportgen runs'; rebuild the site to show it)")
     return ExitCode.OK

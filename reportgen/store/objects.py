@@ -1,0 +1,175 @@
+"""An object store (``s3://bucket/prefix``) holding the same bundles as a folder store, written create-only.
+
+Layout: ``<prefix>/<run_id>/run.json`` and the bundle's members beside it, as in a folder store;
+``<prefix>/.withdrawn/<run_id>/<stamp>-<nonce>.json`` one object per withdrawal.
+
+- **Create-only.** Every object is written with S3's conditional ``If-None-Match: *`` (s3fs's
+  ``mode="create"``): an existing object is never replaced, and a second run with the same id is refused.
+- **Whole or not at all.** A bundle's members are uploaded first and its ``run.json`` last; a run exists
+  only once its ``run.json`` does, so a writer killed mid-upload leaves nothing that lists as a run.
+- **Withdrawals are objects of their own**: no read-modify-write, so concurrent ``rm`` never lose one.
+- Credentials come from the provider's standard chain (s3fs/botocore: environment, ``~/.aws``, an
+  instance role; ``AWS_ENDPOINT_URL_S3`` for an S3-compatible server); URLs are shown only through
+  ``shown_url``.
+
+Reading commands mirror the store into a local cache folder (:func:`sync_store`): bundles are
+immutable, so a bundle already in the cache is never fetched again; new ones are listed and fetched
+in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reportgen.errors import BundleError, ConflictError
+from reportgen.model.codec import from_jsonable, to_jsonable
+from reportgen.store.layout import RUN_FILE, is_safe_relpath, is_valid_run_id
+from reportgen.store.withdrawn import Withdrawal, write_withdrawn
+from reportgen.store.writer import make_temp_dir, remove_stale_temp_dirs
+from reportgen.text.documents import Limits, load_json
+from reportgen.text.terminal import printable
+
+WITHDRAWN_PREFIX = ".withdrawn"
+WITHDRAWAL_LIMITS = Limits(max_bytes=64 * 1024)
+WORKERS = 16
+"""Parallel listings and downloads when mirroring the store."""
+
+
+class ObjectStoreError(BundleError):
+    """The object store cannot be reached or read (no bucket, no credentials, refused)."""
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    """``s3://bucket/prefix`` through an fsspec filesystem (s3fs); ``root`` is ``bucket/prefix``."""
+
+    url: str
+    fs: Any
+    root: str
+
+    @classmethod
+    def open(cls, url: str) -> ObjectStore:
+        """The store at ``url`` (checked by ``location.store_value``), with credentials from the standard chain."""
+        import s3fs
+
+        return cls(url, s3fs.S3FileSystem(use_listings_cache=False), url.removeprefix("s3://"))
+
+    def _key(self, rel: str) -> str:
+        return f"{self.root}/{rel}"
+
+    def _failed(self, exc: Exception, doing: str) -> ObjectStoreError:
+        reason = printable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]
+        return ObjectStoreError(f"{self.url}: cannot {doing} ({type(exc).__name__}: {reason}); check the bucket, "
+                                "the credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, ...) and AWS_ENDPOINT_URL_S3")
+
+    def run_ids(self) -> list[str]:
+        """Ids of the complete runs (those whose ``run.json`` exists), sorted: one paginated listing."""
+        try:
+            keys = self.fs.find(self.root)
+        except FileNotFoundError:
+            return []
+        except Exception as exc:  # noqa: BLE001 - any client failure is the store's, named in one line
+            raise self._failed(exc, "list the runs") from None
+        ids = {k[len(self.root) + 1:].split("/", 1)[0] for k in keys if k.endswith("/" + RUN_FILE)}
+        return sorted(i for i in ids if is_valid_run_id(i) and self._key(f"{i}/{RUN_FILE}") in keys)
+
+    def put_bundle(self, folder: Path, before_run_json: Callable[[], None] | None = None) -> str:
+        """Upload the bundle in ``folder`` create-only, ``run.json`` last; refuse a run id already stored."""
+        run_id = folder.name
+        members = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        if RUN_FILE not in members or not is_valid_run_id(run_id) or not all(map(is_safe_relpath, members)):
+            raise BundleError(f"{folder}: not a run bundle; the run was not uploaded")
+        for rel in [m for m in members if m != RUN_FILE] + [RUN_FILE]:
+            if rel == RUN_FILE and before_run_json is not None:
+                before_run_json()
+            self._create(f"{run_id}/{rel}", (folder / rel).read_bytes(), run_id)
+        return run_id
+
+    def _create(self, rel: str, data: bytes, run_id: str) -> None:
+        try:
+            self.fs.pipe_file(self._key(rel), data, mode="create")
+        except FileExistsError:
+            raise ConflictError(f"{self.url}/{run_id}: a run with this id already exists (or is being uploaded); "
+                                "stored runs are never overwritten") from None
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc, f"write {rel}") from None
+
+    def add_withdrawal(self, entry: Withdrawal) -> None:
+        """Record ``entry`` as an object of its own (never read-modify-write)."""
+        data = json.dumps(to_jsonable(entry), sort_keys=True).encode()
+        rel = f"{WITHDRAWN_PREFIX}/{entry.run_id}/{entry.withdrawn_utc}-{secrets.token_hex(6)}.json"
+        self._create(rel, data, entry.run_id)
+
+    def withdrawals(self) -> dict[str, Withdrawal]:
+        """Run id -> its latest withdrawal, from the withdrawal objects."""
+        base = self._key(WITHDRAWN_PREFIX)
+        try:
+            keys = sorted(self.fs.find(base))
+            blobs = self.fs.cat(keys) if keys else {}
+        except FileNotFoundError:
+            return {}
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc, "read the withdrawals") from None
+        out: dict[str, Withdrawal] = {}
+        for key in keys:
+            source = f"s3://{key}"
+            fix = "delete that object and run 'reportgen rm' again"
+            entry = from_jsonable(Withdrawal, load_json(blobs[key], source, WITHDRAWAL_LIMITS, fix=fix,
+                                                        error=BundleError), source)
+            if key.split("/")[-2] != entry.run_id:
+                raise BundleError(f"{source}: field 'run_id' is {entry.run_id!r}, not its folder's; {fix}")
+            if entry.run_id not in out or entry.withdrawn_utc >= out[entry.run_id].withdrawn_utc:
+                out[entry.run_id] = entry
+        return out
+
+    def fetch_bundle(self, run_id: str, cache: Path) -> None:
+        """Copy one complete run into ``cache`` (a temporary folder renamed into place)."""
+        try:
+            keys = [k for k in self.fs.find(self._key(run_id)) if k.startswith(self._key(run_id) + "/")]
+            blobs = self.fs.cat(keys)
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc, f"read run {run_id}") from None
+        tmp = make_temp_dir(cache, run_id[:40])
+        try:
+            for key, data in blobs.items():
+                rel = key[len(self._key(run_id)) + 1:]
+                if not is_safe_relpath(rel):
+                    raise BundleError(f"{self.url}/{run_id}: member {printable(rel)!r} is not a safe path")
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / rel).write_bytes(data)
+            os.rename(tmp, cache / run_id)
+        except OSError:
+            if not (cache / run_id).is_dir():
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sync_store(store: ObjectStore, cache: Path) -> list[str]:
+    """Mirror ``store``'s complete runs and withdrawals into ``cache``; returns the run ids fetched."""
+    cache.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_dirs(cache)
+    wanted = [i for i in store.run_ids() if not (cache / i / RUN_FILE).is_file()]
+    _parallel(lambda run_id: store.fetch_bundle(run_id, cache), wanted)
+    write_withdrawn(cache, store.withdrawals())
+    return wanted
+
+
+def upload_new(store: ObjectStore, staging: Path) -> list[str]:
+    """Upload every bundle written into ``staging`` (a command's fresh local store), create-only."""
+    folders = sorted(p for p in staging.iterdir() if p.is_dir() and (p / RUN_FILE).is_file())
+    return [store.put_bundle(p) for p in folders]
+
+
+def _parallel(fn: Callable[[str], None], items: Iterable[str]) -> None:
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for _ in pool.map(fn, items):
+            pass

@@ -1,0 +1,274 @@
+"""Stores as URLs: a scheme reportgen cannot serve is refused before any work, and an ``s3://`` store on a real
+S3-compatible server (moto's threaded server on 127.0.0.1) is written create-only, whole or not at all,
+by many writers at once.
+
+Writers in the concurrency tests are separate processes (spawned) that upload synthetic bundles through the
+store writer API (``ObjectStore.put_bundle``), started together behind a ``multiprocessing.Event``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from factories import synthetic_run, write_synthetic
+from hostile import snapshot
+
+from reportgen.cli import main
+from reportgen.errors import ConflictError, ExitCode
+from reportgen.store.objects import ObjectStore
+
+pytest.importorskip("s3fs")
+moto_server = pytest.importorskip("moto.server")
+
+WRITERS = 8
+RUNS_PER_WRITER = 50
+STORE_COMMANDS = (["runs"], ["rm", "x", "--reason", "r"], ["build"], ["compare", "a", "b"],
+                  ["import", "trace.json"], ["profile"], ["ab", "--base", "base", "--head", "head"])
+TRACE = Path(__file__).parent / "data" / "traces" / "cpu_only.trace.json.gz"
+
+
+def _store_flag(command: list[str], url: str) -> list[str]:
+    return [*command, "--runs" if command[0] == "build" else "--store", url]
+
+
+@pytest.mark.parametrize("url", ["gs://bucket/runs", "http://example.com/runs", "ftp://h/x"])
+@pytest.mark.parametrize("command", STORE_COMMANDS, ids=lambda c: c[0])
+def test_store_url_with_an_unserved_scheme_is_refused(url: str, command: list[str], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "base").mkdir()
+    (tmp_path / "head").mkdir()
+    before = snapshot(tmp_path)
+    assert main(_store_flag(command, url)) == ExitCode.USAGE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and url.split(":")[0] + "://" in err and "s3://bucket/prefix" in err
+    assert snapshot(tmp_path) == before  # no folder named 'gs:' or 'http:' made
+
+
+@pytest.mark.parametrize("where", ["env", "config"])
+def test_store_url_from_environment_or_config_is_checked_too(where: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    if where == "env":
+        monkeypatch.setenv("REPORTGEN_STORE", "gs://bucket/runs")
+    else:
+        (tmp_path / "reportgen.toml").write_text('store = "gs://bucket/runs"\n')
+    before = snapshot(tmp_path)
+    assert main(["runs"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert ("$REPORTGEN_STORE" if where == "env" else "reportgen.toml: store") in err and "gs://" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_store_url_credentials_are_refused_and_never_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    for url in ("s3://AKIAEXAMPLE:s3cr3tkey@bucket/runs", "s3://bucket/runs?X-Amz-Signature=s3cr3tkey"):
+        assert main(["runs", "--store", url]) == ExitCode.USAGE
+        err = capsys.readouterr().err
+        assert "s3cr3tkey" not in err and "AKIAEXAMPLE" not in err and "standard AWS chain" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_s3_store_without_the_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "s3fs", None)  # as if s3fs were not installed
+    assert main(["runs", "--store", "s3://bucket/runs"]) == ExitCode.USAGE
+    assert "pip install 'reportgen[s3]'" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_file_url_store_is_that_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "shared" / "results"
+    write_synthetic(store, synthetic_run())
+    assert main(["runs", "--store", f"file://{store}"]) == ExitCode.OK
+    assert synthetic_run().run_id in capsys.readouterr().out
+    assert main(["runs", "--store", "file://shared/results"]) == ExitCode.USAGE  # a host, not a folder
+    assert "file:///absolute/folder" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["shared"]
+
+
+# --- a real S3-compatible server -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 and a free port, for this module."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def bucket(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
+    """A fresh bucket; credentials and the endpoint reach s3fs through botocore's standard variables."""
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL_S3": s3_endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    name = "b-" + request.node.name.lower().replace("_", "-")[:40].strip("-")
+    import boto3
+
+    boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=name)
+    return name
+
+
+def _writer(url: str, folder: str, go: mp.synchronize.Event, env: dict[str, str]) -> None:
+    os.environ.update(env)
+    go.wait()
+    store = ObjectStore.open(url)
+    for bundle in sorted(Path(folder).iterdir()):
+        store.put_bundle(bundle)
+
+
+def _bundles(root: Path, writer: int) -> Path:
+    folder = root / f"w{writer}"
+    for i in range(RUNS_PER_WRITER):
+        write_synthetic(folder, synthetic_run(run_id=f"20261130T000000Z-cpu-w{writer}-{i:03d}", label=f"w{writer}"))
+    return folder
+
+
+def test_concurrent_writers_to_s3_lose_no_run(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "XDG_"))}
+    ctx = mp.get_context("spawn")
+    go = ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(url, str(_bundles(tmp_path, w)), go, env)) for w in range(WRITERS)]
+    for p in procs:
+        p.start()
+    go.set()  # all writers start uploading together
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * WRITERS
+    expected = sorted(f"20261130T000000Z-cpu-w{w}-{i:03d}" for w in range(WRITERS) for i in range(RUNS_PER_WRITER))
+    store = ObjectStore.open(url)
+    assert store.run_ids() == expected
+    for w in range(WRITERS):  # every run.json is its writer's, byte for byte
+        run_id = f"20261130T000000Z-cpu-w{w}-007"
+        assert store.fs.cat(f"{bucket}/runs/{run_id}/run.json") == \
+            (tmp_path / f"w{w}" / run_id / "run.json").read_bytes()
+    proc = run_cli("runs", "--store", url, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(line.split("\t")[0] for line in proc.stdout.splitlines()[1:]) == expected
+
+
+def test_second_write_of_a_run_id_to_s3_is_refused(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    first = write_synthetic(tmp_path / "a", synthetic_run(label="first"))
+    second = write_synthetic(tmp_path / "b", synthetic_run(label="second"))  # the same run id, other content
+    store = ObjectStore.open(url)
+    store.put_bundle(first)
+    with pytest.raises(ConflictError) as refused:
+        store.put_bundle(second)
+    assert refused.value.exit_code == ExitCode.CONFLICT and "never overwritten" in refused.value.message
+    assert store.fs.cat(f"{bucket}/runs/{first.name}/run.json") == (first / "run.json").read_bytes()
+
+
+def _killed_writer(url: str, folder: str, uploading: mp.synchronize.Event, env: dict[str, str]) -> None:
+    os.environ.update(env)
+
+    def stop_before_run_json() -> None:
+        uploading.set()
+        signal.pause()  # killed here: every member is uploaded, run.json is not
+
+    ObjectStore.open(url).put_bundle(Path(folder), before_run_json=stop_before_run_json)
+
+
+def test_writer_killed_mid_upload_leaves_no_run_visible(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    bundle = write_synthetic(tmp_path / "staging", synthetic_run(with_traces=True))
+    env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "XDG_"))}
+    ctx = mp.get_context("spawn")
+    uploading = ctx.Event()
+    proc = ctx.Process(target=_killed_writer, args=(url, str(bundle), uploading, env))
+    proc.start()
+    assert uploading.wait(60)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(30)
+    store = ObjectStore.open(url)
+    assert store.fs.find(f"{bucket}/runs/{bundle.name}")  # the traces were uploaded ...
+    assert store.run_ids() == []  # ... but no run is visible
+    listed = run_cli("runs", "--store", url, cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout.startswith(f"no runs in {url};"), listed.stderr
+
+
+def test_import_rm_and_runs_through_an_s3_store(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    imported = run_cli("import", str(TRACE), "--store", url, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    run_id = ObjectStore.open(url).run_ids()[0]
+    assert f"uploaded {run_id} to {url}/{run_id}" in imported.stdout
+    removed = run_cli("rm", run_id, "--reason", "bad host", "--store", url, cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    listed = run_cli("runs", "--all", "--store", url, cwd=tmp_path)
+    assert "WITHDRAWN (bad host)" in listed.stdout, listed.stderr
+    assert not any(p.name.endswith(":") for p in tmp_path.iterdir())  # nothing written to a local 's3:' folder
+
+
+def test_unreachable_s3_store_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "s3cr3tkey", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_MAX_ATTEMPTS": "1",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = run_cli("runs", "--store", "s3://bucket/runs", env=env, cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "s3://bucket/runs: cannot list the runs" in proc.stderr
+    assert "s3cr3tkey" not in proc.stderr + proc.stdout
+
+
+def test_build_and_compare_read_an_s3_store(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    store = ObjectStore.open(url)
+    base = synthetic_run(run_id="20261130T000000Z-cpu-test-aaa111", with_traces=True)
+    head = synthetic_run(run_id="20261201T000000Z-cpu-test-bbb222", created_utc="2026-12-01T00:00:00Z",
+                         times_us={"naive": 100.0, "fused": 60.0, "compiled": 60.0}, with_traces=True)
+    for run in (base, head):
+        store.put_bundle(write_synthetic(tmp_path / "staging", run))
+    built = run_cli("build", "--runs", url, "--out", str(tmp_path / "site"), cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert all(r.run_id in (tmp_path / "site" / "manifest.json").read_text() for r in (base, head))
+    compared = run_cli("compare", base.run_id, head.run_id, "--store", url, cwd=tmp_path)
+    assert compared.returncode == 0 and "compiled" in compared.stdout, compared.stderr
+    cached = next((tmp_path / "cache" / "reportgen" / "stores").iterdir())
+    assert sorted(p.name for p in cached.iterdir() if p.is_dir()) == [base.run_id, head.run_id]
+    assert (cached / head.run_id / "traces" / "compiled.pt.trace.json.gz").is_file()  # whole bundles mirrored
+
+
+def test_corrupt_withdrawal_object_is_one_line_not_a_crash(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/runs"
+    store = ObjectStore.open(url)
+    store.put_bundle(write_synthetic(tmp_path / "staging", synthetic_run()))
+    store.fs.pipe_file(f"{bucket}/runs/.withdrawn/{synthetic_run().run_id}/x.json", b"{not json")
+    proc = run_cli("runs", "--store", url, cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT and proc.stderr.count("\n") == 1, proc.stderr
+    assert ".withdrawn/" in proc.stderr and "delete that object" in proc.stderr
+
+
+def test_failed_upload_keeps_the_new_run_and_names_it(tmp_path: Path, s3_endpoint: str) -> None:
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL_S3": s3_endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    proc = run_cli("import", str(TRACE), "--store", "s3://no-such-bucket-here/runs", env=env, cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT and proc.stderr.count("\n") == 1, proc.stderr
+    kept = proc.stderr.strip().rsplit("the new run is kept in ", 1)[1]
+    assert Path(kept).parent == tmp_path / "tmp" and any(Path(kept).glob("*/run.json"))

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 EXIT_CODES_HELP = """exit codes:
   0  success
-  1  compare --fail-on-regression: a variant is significantly slower
+  1  compare --fail-on-regression: a variant is significantly slower; history --fail-on-step: a new step
   2  bad command-line arguments
   3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; or the system
      refused a path (name too long, loop of links, no space, read-only, no permission)
@@ -99,8 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    from reportgen.commands import add_history  # its flags live beside its handler (this module is at its size cap)
+
     for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import, _add_ab,
-                     _add_doctor, _add_machine, _add_rm, _add_scenarios, _add_config, _add_init):
+                     _add_doctor, _add_machine, _add_rm, _add_scenarios, _add_config, _add_init, add_history):
         register(sub)
     return parser
 

@@ -9,12 +9,15 @@ sum of squared deviations plus ``PENALTY_PER_LOG_N * ln(n)`` per change point, w
 segment length), the same search and L2 cost ``ruptures.Pelt(model="l2")`` runs (tests compare the
 two). Every candidate step must then be significant, else it is merged away (weakest first):
 
-- its size ``ratio = exp(mean_after - mean_before)`` (after / before, geometric means of the two
-  segments) is at least ``MIN_RELATIVE`` away from 1;
-- ``|log ratio| / (sigma * sqrt(1/n_before + 1/n_after)) >= MIN_Z``;
+- its size ``ratio = exp(median_after - median_before)`` (after / before, medians of the two segments'
+  logs) is at least ``MIN_RELATIVE`` away from 1;
+- ``|log ratio| / se >= MIN_Z``, ``se = 1.2533 * sigma * sqrt(1/n_before + 1/n_after)`` (a median's
+  standard error);
 - both segments hold at least ``MIN_SEGMENT`` runs.
 
-The step's interval is ``ratio * exp(+-1.96 * sigma * sqrt(1/n_before + 1/n_after))``.
+Medians, not means, judge the step: one slow run cannot make a step, and a segment that PELT closes on
+a step still being made (its last runs only) is not one until most of its runs show it. The step's
+interval is ``ratio * exp(+-1.96 * se)``.
 
 Why our own PELT rather than the library: ruptures needs scipy (about 40 MB) for nothing this search
 uses, and every ``reportgen build`` marks steps; for a 1-D mean shift the exact search is 30 lines over
@@ -37,13 +40,15 @@ MIN_RELATIVE = 0.02
 """A step smaller than 2 % (after / before) is not reported, however significant."""
 MIN_SEGMENT = 4
 """Runs on each side of a step: a new step is reported once this many runs show it."""
-MIN_Z = 5.0
-"""Size of the step in standard errors of the difference of the two segments' means."""
+MIN_Z = 4.0
+"""Size of the step in standard errors of the difference of the two segments' medians."""
 PENALTY_PER_LOG_N = 3.0
 """PELT's cost of one change point, times ln(n), in units of sigma squared (BIC-like, a little stricter)."""
 MIN_SIGMA = 1e-3
 """Noise floor (0.1 %): a perfectly flat synthetic series does not make every wiggle a step."""
 Z_95 = 1.959963984540054
+MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
+"""Standard error of a median over that of a mean, for normal noise (large samples)."""
 NEW_STEP_RUNS = 2
 """A step counts as new when the series without its newest run had none within this many runs of it."""
 
@@ -57,7 +62,7 @@ class Step:
     start: int
     end: int
     ratio: float
-    """Geometric mean after / before: 1.10 is 10 % slower."""
+    """Median after / median before: 1.10 is 10 % slower."""
     ci_low: float
     ci_high: float
     z: float
@@ -135,13 +140,14 @@ def detect_steps(values: Sequence[float], min_relative: float = MIN_RELATIVE, mi
 
 
 def _steps_at(logs: Sequence[float], bounds: Sequence[int], sigma: float) -> list[Step]:
+    """Each boundary as a step: the ratio of the medians of the segments either side, its interval and z."""
     edges = [0, *bounds, len(logs)]
-    means = [float(np.mean(logs[a:b])) for a, b in zip(edges, edges[1:], strict=False)]
+    medians = [float(np.median(logs[a:b])) for a, b in zip(edges, edges[1:], strict=False)]
     out = []
     for i, index in enumerate(bounds):
         start, end = edges[i], edges[i + 2]
-        diff = means[i + 1] - means[i]
-        se = sigma * math.sqrt(1.0 / (index - start) + 1.0 / (end - index))
+        diff = medians[i + 1] - medians[i]
+        se = MEDIAN_EFFICIENCY * sigma * math.sqrt(1.0 / (index - start) + 1.0 / (end - index))
         out.append(Step(index, start, end, math.exp(diff), math.exp(diff - Z_95 * se), math.exp(diff + Z_95 * se),
                         abs(diff) / se))
     return out

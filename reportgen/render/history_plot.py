@@ -84,9 +84,11 @@ def _mark_steps(ax: Axes, group: HistoryGroup, steps: Sequence[SeriesSteps], pos
             x = (position[st.before.run_id] + position[st.after.run_id]) / 2
             colour = colours.get(one.variant, "#333333")
             ax.axvline(x, color=colour, ls="--", lw=1.0)
-            ax.annotate(f"{st.change_pct:+.1f} % {clip_label(st.commit_range, 30)}", (x, 1.0 - 0.07 * (k % 3)),
-                        xycoords=("data", "axes fraction"), xytext=(3, -2), textcoords="offset points", va="top",
-                        fontsize=7, color=colour)
+            right = x > 0.6 * len(group.run_ids)  # a recent step: its label on the left, inside the axes
+            ax.annotate(f"{st.change_pct:+.1f} %  {clip_label(st.commit_range, 30)}", (x, 0.04 + 0.08 * (k % 3)),
+                        xycoords=("data", "axes fraction"), xytext=(-3 if right else 3, 0), textcoords="offset points",
+                        ha="right" if right else "left", va="bottom",
+                        fontsize=7, color=colour, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
 
 
 def _time_scale(ax: Axes, medians_us: list[float]) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from reportgen.analysis import change_points as cp
+from reportgen.analysis.history import HistoryGroup, HistoryPoint, HistorySeries
 
 DEFAULT_NOISE = ("benchmarks/results/ab_noise_fine_idle.json", "benchmarks/results/ab_noise_fine_busy.json")
 
@@ -62,6 +63,45 @@ def score(found: list[int], true: list[int], tolerance: int) -> tuple[int, int]:
     return hits, false
 
 
+def alarms_while_pushing(values: np.ndarray, first: int) -> list[tuple[int, int]]:
+    """Push mode: (runs so far, step index) for each new step reported as runs ``first``.. arrive one by one."""
+    out = []
+    for n in range(first, len(values) + 1):
+        points = tuple(HistoryPoint(f"r{i}", f"t{i}", float(v), float(v), float(v), None)
+                       for i, v in enumerate(values[:n]))
+        group = HistoryGroup("k", "t", "cpu", "s", (), tuple(p.run_id for p in points),
+                             tuple(p.created_utc for p in points), (HistorySeries("v", points),))
+        out += [(n, s.step.index) for s in cp.series_steps(group)[0].steps if s.new]
+    return out
+
+
+def push_rows(noise: np.ndarray, rng: np.random.Generator, histories: int, runs: int, sizes: list[float],
+              tolerance: int) -> list[dict[str, object]]:
+    """Push mode, run by run: false alarms on unchanged code, and for a step at run 3/4 of the history, the runs
+    after it until the first alarm (and whether that alarm's step lies within ``tolerance`` runs of it)."""
+    rows: list[dict[str, object]] = []
+    for size in [0.0, *sizes]:
+        at = 3 * runs // 4
+        false = caught = placed = 0
+        delays: list[int] = []
+        for _ in range(histories):
+            values, _true = simulate(noise, rng, runs, 0.0, 0)
+            if size:
+                values[at:] *= 1 + size / 100.0
+            alarms = alarms_while_pushing(values, 2 * cp.MIN_SEGMENT if not size else at)
+            hits = [(n, i) for n, i in alarms if size and n > at and abs(i - at) <= tolerance + cp.MIN_SEGMENT]
+            false += len(alarms) - len(hits[:1])
+            if hits:
+                caught, placed = caught + 1, placed + (abs(hits[0][1] - at) <= tolerance)
+                delays.append(hits[0][0] - at)
+        rows.append({"step_pct": size, "histories": histories, "pushes_per_history": runs - (at if size else
+                     2 * cp.MIN_SEGMENT) + 1, "false_alarms": false, "steps_alarmed": caught if size else None,
+                     "alarm_within_tolerance": placed if size else None,
+                     "median_runs_after_step_to_alarm": float(np.median(delays)) if delays else None})
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    return rows
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--noise", action="append", type=Path, default=None)
@@ -70,6 +110,7 @@ def main() -> int:
     p.add_argument("--steps-per-history", type=int, default=4)
     p.add_argument("--sizes", default="5,10,25")
     p.add_argument("--tolerance", type=int, default=2)
+    p.add_argument("--push-histories", type=int, default=40, help="histories replayed run by run (push mode)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args()
@@ -92,6 +133,7 @@ def main() -> int:
                      "false_steps_per_history": false / a.histories,
                      "median_abs_offset_runs": float(np.median(np.abs(offsets))) if offsets else None})
         print(json.dumps(rows[-1]), file=sys.stderr)
+    pushes = push_rows(noise, rng, a.push_histories, a.runs, [float(x) for x in a.sizes.split(",")], a.tolerance)
     result = {
         "schema_version": 1, "benchmark": "change_points",
         "command": "python " + " ".join([sys.argv[0], *sys.argv[1:]]),
@@ -101,11 +143,11 @@ def main() -> int:
         "settings": {"runs": a.runs, "histories": a.histories, "steps_per_history": a.steps_per_history,
                      "tolerance_runs": a.tolerance, "seed": a.seed, "min_relative": cp.MIN_RELATIVE,
                      "min_segment": cp.MIN_SEGMENT, "min_z": cp.MIN_Z, "penalty_per_log_n": cp.PENALTY_PER_LOG_N},
-        "rows": rows, "seconds": round(time.perf_counter() - started, 1),
+        "rows": rows, "push_mode": pushes, "seconds": round(time.perf_counter() - started, 1),
     }
     if a.out:
         a.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: result[k] for k in ("noise", "rows")}, indent=1))
+    print(json.dumps({k: result[k] for k in ("noise", "rows", "push_mode")}, indent=1))
     return 0
 
 

@@ -49,8 +49,13 @@ MIN_SIGMA = 1e-3
 Z_95 = 1.959963984540054
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 """Standard error of a median over that of a mean, for normal noise (large samples)."""
-NEW_STEP_RUNS = 2
-"""A step counts as new when the series without its newest run had none within this many runs of it."""
+NEW_STEP_RUNS = MIN_SEGMENT
+NEW_STEP_LOOKBACK = 3
+"""A step counts as new when the series without its newest 1, 2 or 3 runs had none within NEW_STEP_RUNS of it:
+while its first runs arrive a step can flicker in and out, and move by up to a segment's length (PELT closes the
+last segment early, on a few runs from before the step); it is reported once..."""
+NEW_STEP_MAX_RUNS_AFTER = 2 * MIN_SEGMENT
+"""...and at most this many runs show it: an old step whose significance flickers with each new run is not news."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,7 @@ class SeriesStep:
     before_sha: str | None
     after_sha: str | None
     new: bool
-    """Its after-segment ends at the newest run, and without that run it was not found."""
+    """The newest run is the first to show it (see NEW_STEP_RUNS): only the last step of a series can be new."""
 
     @property
     def change_pct(self) -> float:
@@ -202,15 +207,21 @@ def series_steps(group: HistoryGroup) -> tuple[SeriesSteps, ...]:
         points = series.points
         values = [p.median_us for p in points]
         found = detect_steps(values)
-        earlier = detect_steps(values[:-1]) if found else ()
+        new = _newest_is_new(values, found)
         marked = tuple(SeriesStep(s, points[s.index - 1], points[s.index], shas.get(points[s.index - 1].run_id),
-                                  shas.get(points[s.index].run_id), _is_new(s, len(values), earlier))
-                       for s in found)
+                                  shas.get(points[s.index].run_id), new and k == len(found) - 1)
+                       for k, s in enumerate(found))
         logs = [math.log(v) for v in values if v > 0]
         noise = noise_sigma(logs) * 100.0 if len(logs) > 2 else None
         out.append(SeriesSteps(group.key, group.title, series.variant, len(points), noise, marked))
     return tuple(out)
 
 
-def _is_new(step: Step, n: int, earlier: Sequence[Step]) -> bool:
-    return step.end == n and not any(abs(e.index - step.index) <= NEW_STEP_RUNS for e in earlier)
+def _newest_is_new(values: Sequence[float], found: Sequence[Step]) -> bool:
+    """Whether the last step of ``found`` is new: it ends at the newest run, at most NEW_STEP_MAX_RUNS_AFTER runs
+    show it, and none of the series without its last 1..NEW_STEP_LOOKBACK runs had a step within NEW_STEP_RUNS."""
+    if not found or found[-1].end != len(values) or found[-1].runs_after > NEW_STEP_MAX_RUNS_AFTER:
+        return False
+    index = found[-1].index
+    return not any(abs(e.index - index) <= NEW_STEP_RUNS
+                   for back in range(1, NEW_STEP_LOOKBACK + 1) for e in detect_steps(values[:-back]))

@@ -81,6 +81,23 @@ def test_a_new_step_is_reported_once_by_the_first_run_that_shows_it() -> None:
     assert (final.before.run_id, final.after.run_id, final.commit_range) == ("r29", "r30", "c29..c30")
 
 
+@pytest.mark.parametrize("seed", [0, 6])
+def test_a_step_that_flickers_while_its_runs_arrive_is_reported_once(seed: int) -> None:
+    """A 6 % step in 2.5 % noise: seed 6 shows, loses and shows it again in its first runs (the lookback holds
+    the alarm to one); seed 0 shows it again 20 runs later as an old step regains significance (so does the
+    window)."""
+    values = noisy(70, 0.025, seed=seed, steps={40: 1.06})
+    new_at = [n for n in range(8, 71) if any(s.new for s in cp.series_steps(group_of(values[:n]))[0].steps)]
+    assert len(new_at) == 1 and 40 < new_at[0] <= 40 + cp.NEW_STEP_MAX_RUNS_AFTER
+
+
+def test_one_slow_newest_run_is_not_a_step() -> None:
+    """The last segment PELT closes on one slow run among four: its median, not its mean, judges it."""
+    values = noisy(40, 0.01, seed=9)
+    values[-1] *= 1.3
+    assert cp.detect_steps(values) == ()
+
+
 def test_pelt_finds_the_same_segments_as_ruptures() -> None:
     rpt = pytest.importorskip("ruptures")
     for seed in range(5):

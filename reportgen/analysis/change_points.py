@@ -104,20 +104,18 @@ def pelt(values: Sequence[float], penalty: float, min_size: int) -> list[int]:
     best = np.full(n + 1, np.inf)
     best[0] = -penalty
     last = np.zeros(n + 1, dtype=int)
-    candidates: list[int] = []
+    s = np.zeros(0, dtype=int)
     for t in range(min_size, n + 1):
-        new = t - min_size
-        if new == 0 or (new >= min_size and math.isfinite(best[new])):
-            candidates.append(new)
-        if not candidates:
+        start = t - min_size
+        if start == 0 or (start >= min_size and math.isfinite(best[start])):
+            s = np.append(s, start)
+        if not s.size:
             continue
-        s = np.asarray(candidates)
-        length = t - s
-        cost = s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / length
-        total = best[s] + cost + penalty
+        cost = s2[t] - s2[s] - (s1[t] - s1[s]) ** 2 / (t - s)
+        total = best[s] + cost
         k = int(np.argmin(total))
-        best[t], last[t] = total[k], s[k]
-        candidates = [int(c) for c, v in zip(s, best[s] + cost, strict=True) if v <= best[t]]
+        best[t], last[t] = total[k] + penalty, s[k]
+        s = s[total <= best[t]]
     out = []
     t = n
     while t > 0:

@@ -192,3 +192,12 @@ def test_the_index_marks_a_step_with_its_commit_range_escaped(tmp_path: Path) ->
     md = (site / "index.md").read_text()
     assert "step in fused" in md and "<b>x" not in md
     assert len(list((site / "history").glob("*.png"))) == 1
+
+
+def test_push_mode_refuses_a_fail_on_step_that_is_neither_true_nor_false(tmp_path: Path) -> None:
+    script = 'source "$1"; check_inputs; echo checked'
+    for value, code in (("yes", 2), ("true", 0), ("false", 0)):
+        proc = subprocess.run(["bash", "-c", script, "_", str(ACTION_SCRIPT)], cwd=tmp_path, capture_output=True,
+                              text=True, env={**os.environ, "RG_FAIL_ON_STEP": value}, timeout=60)
+        assert proc.returncode == code, proc.stderr
+        assert ("RG_FAIL_ON_STEP: 'yes' is neither true nor false" in proc.stderr) == (code == 2)

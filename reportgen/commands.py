@@ -336,8 +336,9 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
 
 HISTORY_EPILOG = """A step: a change of level in a series' per-run medians (PELT on the logs), kept only when it is at least
 2 % and 4 standard errors (segment medians), with 4 runs or more on each side; its size is after/before with a 95 % interval, its
-commit range the git commits of the last run before and the first run after. New: it ends at the newest run and
-the series without that run did not show it. See docs/reading-a-report.md.
+commit range the git commits of the last run before and the first run after. New: the newest run is the first to
+show it (the series without its last 1-3 runs had no step within 4 runs of it; at most 8 runs after it), so each
+step is new once. See docs/ci-github.md, "Steps on main".
 
 exit codes:
   0  listed (no new step, or --fail-on-step not given)

@@ -1,8 +1,8 @@
 """``reportgen history``: every history series of the store and its steps (text, or versioned JSON).
 
 The series are the index's (``analysis.history``: one per machine, scenario, parameters and variant, withdrawn
-runs left out); the steps are ``analysis.change_points``'. With ``fail_on_step`` a *new* step (its after-segment
-ends at the newest run, and the series without that run did not show it) exits 1: the Action's push mode.
+runs left out); the steps are ``analysis.change_points``'. With ``fail_on_step`` a *new* step (the newest run is the
+first to show it: ``change_points.NEW_STEP_*``) exits 1: the Action's push mode.
 """
 
 from __future__ import annotations

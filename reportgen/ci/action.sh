@@ -181,8 +181,9 @@ push() {
   if [ "$steps_rc" -ne 0 ]; then exit "$steps_rc"; fi
 }
 
-# report_steps STORE: each history series and its steps into the log; a new step (the newest run is the first to show it)
-# is an error annotation; its status: 1 for a new step with RG_FAIL_ON_STEP=true, else reportgen history's.
+# report_steps STORE: each history series and its steps into the log; a new step (the newest run is the first
+# to show it) is an error annotation; its status: 1 for a new step with RG_FAIL_ON_STEP=true, else reportgen
+# history's.
 report_steps() {
   local rc=0 fail="" listing
   [ "${RG_FAIL_ON_STEP:-false}" = true ] && fail="--fail-on-step"

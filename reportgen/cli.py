@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from reportgen import __version__
 from reportgen.errors import ExitCode, ReportgenError, UsageError, from_os_error
+from reportgen.store.location import STORE_HELP
 from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -28,10 +29,10 @@ if TYPE_CHECKING:
 
 EXIT_CODES_HELP = """exit codes:
   0  success
-  1  compare --fail-on-regression: a variant is significantly slower
+  1  compare --fail-on-regression: a variant is significantly slower; history --fail-on-step: a new step
   2  bad command-line arguments
-  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; build --strict: a warning;
-     or the system refused a path (name too long, loop of links, no space, read-only, no permission)
+  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; build --strict: a warning; or
+     the system refused a path (name too long, loop of links, no space, read-only, no permission)
   4  profile: at least one variant failed or gave a wrong result (the run is still stored)
   5  the requested device or its software (torch, torch_neuronx) is not present
   6  conflict: another reportgen holds the lock, the run already exists, or doctor's <out>.tar.gz exists
@@ -39,7 +40,6 @@ EXIT_CODES_HELP = """exit codes:
  70  internal error (a bug: please report it with the traceback from REPORTGEN_DEBUG=1)
 130  interrupted (Ctrl-C); stored runs and the site are unchanged
 """
-
 
 COMPARE_EPILOG = """A change counts when |head/base - 1| >= --threshold AND its 95 % bootstrap interval excludes 0.
 Runs of different devices or scenario parameters are refused; differing software versions are warned about.
@@ -91,23 +91,20 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser; every command has --help."""
-    parser = _Parser(
-        prog="reportgen",
-        description="Profile operator variants and publish the evidence as a versioned static site.",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = _Parser(prog="reportgen", epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     description="Profile operator variants and publish the evidence as a versioned static site.")
     parser.add_argument("--version", action="version", version=f"reportgen {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    from reportgen.commands import add_history  # its flags live beside its handler (this module is at its size cap)
+
     for register in (_add_profile, _add_runs, _add_build, _add_compare, _add_publish, _add_import, _add_ab,
-                     _add_doctor, _add_machine, _add_rm, _add_scenarios, _add_config, _add_init):
+                     _add_doctor, _add_machine, _add_rm, _add_scenarios, _add_config, _add_init, add_history):
         register(sub)
     return parser
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=None,
-                   help="results store: a folder or s3://bucket/prefix (default: $REPORTGEN_STORE or ./results)")
+    p.add_argument("--store", default=None, help=STORE_HELP)
 
 
 def _add_profile(sub: Subcommands) -> None:

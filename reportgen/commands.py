@@ -13,9 +13,10 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError, writing_into
+from reportgen.store.location import STORE_HELP
 from reportgen.store.session import reading_store, withdrawal_recorder, writing_store
 from reportgen.text.terminal import terminal_safe
 
@@ -340,10 +341,43 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
                      config.store, args.quiet)
 
 
+HISTORY_EPILOG = """A step: a change of level in a series' per-run medians (PELT on the logs), kept only when it is at least
+2 % and 4 standard errors (segment medians), with 4 runs or more on each side; its size is after/before with a 95 % interval, its
+commit range the git commits of the last run before and the first run after. New: the newest run is the first to
+show it (the series without its last 1-3 runs had no step within 4 runs of it; at most 8 runs after it), so each
+step is new once. See docs/ci-github.md, "Steps on main".
+
+exit codes:
+  0  listed (no new step, or --fail-on-step not given)
+  1  --fail-on-step: a series has a new step
+  3  a bundle of the store is corrupt (named; the others are listed)
+"""
+
+
+def add_history(sub: argparse._SubParsersAction[Any]) -> None:
+    """``reportgen history``'s flags."""
+    p = sub.add_parser("history", help="list each history series (machine, scenario, parameters, variant) and its "
+                       "steps", description="List every history series of the store and the steps found in it.",
+                       epilog=HISTORY_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenario", default=None, help="only runs of this scenario")
+    p.add_argument("--machine", default=None, help="only runs recorded with this machine name")
+    p.add_argument("--json", action="store_true", help="print versioned JSON instead of text")
+    p.add_argument("--fail-on-step", action="store_true", help="exit 1 when a series has a new step")
+    p.add_argument("--store", default=None, help=STORE_HELP)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from reportgen.site.history_command import HistoryRequest, run_history_command
+
+    config = _config(store=args.store)
+    with reading_store(config) as store:
+        return run_history_command(HistoryRequest(store, args.scenario, args.machine, args.json, args.fail_on_step))
+
+
 COMMANDS: Mapping[str, Callable[[argparse.Namespace], int]] = {
     "profile": _cmd_profile, "runs": _cmd_runs, "build": _cmd_build, "compare": _cmd_compare,
     "publish": _cmd_publish, "import": _cmd_import, "ab": _cmd_ab, "doctor": _cmd_doctor, "machine": _cmd_machine,
     "rm": _cmd_rm,
-    "scenarios": _cmd_scenarios, "config": _cmd_config, "init": _cmd_init,
+    "scenarios": _cmd_scenarios, "config": _cmd_config, "init": _cmd_init, "history": _cmd_history,
 }
 """Each command of ``cli.build_parser`` and the function that runs it."""

@@ -11,7 +11,7 @@ from reportgen import __version__
 from reportgen.cli import build_parser, main
 
 COMMANDS = ["profile", "runs", "build", "compare", "publish", "import", "ab", "doctor", "machine", "rm", "scenarios", "config",
-            "init"]
+            "init", "history"]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -143,6 +143,8 @@ class HistoryGroup:
     run_ids: tuple[str, ...]
     created_utc: tuple[str, ...]
     series: tuple[HistorySeries, ...]
+    git_shas: tuple[str | None, ...] = ()
+    """Each run's git commit (from its environment), parallel to ``run_ids``: a step's commit range."""
 
 
 def group_key(d: RunDigest) -> GroupKey:
@@ -195,4 +197,5 @@ def _history_group(key: GroupKey, runs: list[RunDigest]) -> HistoryGroup:
         run_ids=tuple(d.run_id for d in runs),
         created_utc=tuple(d.created_utc for d in runs),
         series=tuple(HistorySeries(n, tuple(points[n])) for n in names if points[n]),
+        git_shas=tuple(d.git_sha for d in runs),
     )

@@ -7,12 +7,14 @@
 #                            head measured interleaved, one worker process per checkout); post or update one
 #                            comment (hidden marker <!-- reportgen-compare -->); exit 1 when an A/B pair
 #                            regressed (slower beyond the threshold, or a variant broken in head only)
-#   action.sh push           profile, keep the run in the results branch, build the site into $RG_SITE_DIR
+#   action.sh push           profile, keep the run in the results branch, build the site into $RG_SITE_DIR,
+#                            list the history's steps (`reportgen history`); a new step is an error annotation,
+#                            and with RG_FAIL_ON_STEP=true the job fails (exit 1) once the site is built
 #
 # Inputs (environment): RG_SCENARIOS (space-separated; empty: the head's config's, see
 # `reportgen scenarios --names`), RG_DEVICE, RG_THRESHOLD, RG_AB_ARGS (more `reportgen ab` flags,
 # space-separated, e.g. "--max-seconds 300"), RG_MACHINE (push), RG_INSTALL (shell command installing the
-# user's own package, run in each checkout), RG_RESULTS_BRANCH, RG_BASE_URL, RG_SITE_URL (not used by
+# user's own package, run in each checkout), RG_FAIL_ON_STEP (push: true or false), RG_RESULTS_BRANCH, RG_BASE_URL, RG_SITE_URL (not used by
 # pull-request mode: its A/B runs are not published), RG_SITE_DIR, GITHUB_TOKEN; GitHub's own GITHUB_*
 # variables.
 set -euo pipefail
@@ -38,6 +40,10 @@ check_inputs() {
     esac
   done
   check_branch_name RG_RESULTS_BRANCH "$branch"
+  case "${RG_FAIL_ON_STEP:-false}" in
+    true | false) ;;
+    *) refuse "RG_FAIL_ON_STEP: '${RG_FAIL_ON_STEP:0:40}' is neither true nor false" ;;
+  esac
   if [ -n "${GITHUB_SHA:-}" ] && ! [[ "$GITHUB_SHA" =~ ^[0-9a-f]{40}([0-9a-f]{24})?$ ]]; then
     refuse "GITHUB_SHA: '${GITHUB_SHA:0:80}' is not a commit id"
   fi
@@ -168,8 +174,26 @@ push() {
   git -C "$results" commit --quiet -m "reportgen run for $sha"
   push_results "$results"
   (cd "$workspace" && reportgen build "--runs=$results" "--out=$site" ${RG_BASE_URL:+"--base-url=$RG_BASE_URL"})
+  local steps_rc=0
+  report_steps "$results" || steps_rc=$?
   git -C "$workspace" worktree remove --force -- "$results"
   echo "site=$site" >> "${GITHUB_OUTPUT:-/dev/null}"
+  if [ "$steps_rc" -ne 0 ]; then exit "$steps_rc"; fi
+}
+
+# report_steps STORE: each history series and its steps into the log; a new step (the newest run is the first
+# to show it) is an error annotation; its status: 1 for a new step with RG_FAIL_ON_STEP=true, else reportgen
+# history's.
+report_steps() {
+  local rc=0 fail="" listing
+  [ "${RG_FAIL_ON_STEP:-false}" = true ] && fail="--fail-on-step"
+  listing="$(cd "$workspace" && reportgen history "--store=$1" ${fail:+"$fail"})" || rc=$?
+  printf '%s\n' "$listing"
+  case "$listing" in
+    *"NEW step at run"*)
+      echo "::error::reportgen: a new step in the history of main (listed above; marked on the site's history charts)" ;;
+  esac
+  return "$rc"
 }
 
 # push_results DIR: push DIR's HEAD (the new run's commit) to the results branch. Several runners push at

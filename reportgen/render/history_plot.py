@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from reportgen.analysis.change_points import SeriesSteps
 from reportgen.analysis.history import HistoryGroup
 from reportgen.render.drawing import CHAR_WIDTH_EM, LEGEND_FONT_PT, clip_label, colour_for, save_png, styled_figure
 
@@ -18,8 +20,11 @@ BAND_FROM_POINTS = 40
 """A series with more points than this draws its confidence interval as a shaded band, not error bars."""
 
 
-def history_chart(group: HistoryGroup, path: Path) -> None:
+def history_chart(group: HistoryGroup, path: Path, steps: Sequence[SeriesSteps] = ()) -> None:
     """Each variant's median time (with CI) and, with two or more variants, speedup across the group's runs.
+
+    Each step of ``steps`` is a dashed line in its variant's colour between the runs either side of it, labelled
+    with its size and commit range.
 
     Up to ``BAND_FROM_POINTS`` runs, each point has error bars; beyond, the interval is a shaded band
     (hundreds of error bars are a smear, and cost a build more than everything else on the index).
@@ -52,6 +57,7 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
             if gains and with_gain:
                 ax_gain.plot([g[0] for g in gains], [g[1] for g in gains], color=colour,
                              marker="o" if len(gains) <= BAND_FROM_POINTS else None, ms=4, lw=1.2)
+        _mark_steps(ax_time, group, steps, position)
         ax_time.set_ylabel("median µs per call")
         _time_scale(ax_time, [p.median_us for series in group.series for p in series.points])
         ax_time.legend(fontsize=LEGEND_FONT_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
@@ -68,6 +74,21 @@ def history_chart(group: HistoryGroup, path: Path) -> None:
         ax_gain.set_xlabel("run (oldest left)")
         ax_gain.set_xlim(-0.5, max(n_runs - 0.5, 0.5))
         save_png(fig, path)
+
+
+def _mark_steps(ax: Axes, group: HistoryGroup, steps: Sequence[SeriesSteps], position: dict[str, int]) -> None:
+    """A dashed line at each step, in its variant's colour, labelled ``+10.2 % abc1234..def5678`` at the top."""
+    colours = {s.variant: colour_for(i) for i, s in enumerate(group.series)}
+    for one in steps:
+        for k, st in enumerate(one.steps):
+            x = (position[st.before.run_id] + position[st.after.run_id]) / 2
+            colour = colours.get(one.variant, "#333333")
+            ax.axvline(x, color=colour, ls="--", lw=1.0)
+            right = x > 0.6 * len(group.run_ids)  # a recent step: its label on the left, inside the axes
+            ax.annotate(f"{st.change_pct:+.1f} %  {clip_label(st.commit_range, 30)}", (x, 0.04 + 0.08 * (k % 3)),
+                        xycoords=("data", "axes fraction"), xytext=(-3 if right else 3, 0), textcoords="offset points",
+                        ha="right" if right else "left", va="bottom",
+                        fontsize=7, color=colour, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
 
 
 def _time_scale(ax: Axes, medians_us: list[float]) -> None:

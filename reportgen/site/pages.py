@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen import __version__
+from reportgen.analysis.change_points import series_steps
 from reportgen.analysis.history import RunDigest, digest, history
 from reportgen.analysis.run_view import RunView, run_view
 from reportgen.analysis.timeline import TimelineLayout, iteration_window, representative_step, timeline_layout
@@ -270,6 +271,7 @@ def write_index(digests: list[RunDigest], latest_run: Run | None, root: Path, ba
     from reportgen.render.history_plot import history_chart
 
     groups = history(digests)
+    steps = {g.key: series_steps(g) for g in groups}
     history_dir = root / "history"
     history_dir.mkdir()
     charts: dict[str, str] = {}
@@ -277,10 +279,10 @@ def write_index(digests: list[RunDigest], latest_run: Run | None, root: Path, ba
         if not g.series or len(g.run_ids) < 2:  # one point is not a history: the table says it
             continue
         name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
-        history_chart(g, history_dir / name)
+        history_chart(g, history_dir / name, steps[g.key])
         charts[g.key] = f"history/{name}"
     latest = run_view(latest_run) if latest_run else None
-    context = {"runs": list(reversed(digests)), "latest": latest, "groups": groups, "charts": charts,
+    context = {"runs": list(reversed(digests)), "latest": latest, "groups": groups, "charts": charts, "steps": steps,
                "built_at": built_at(), "version": __version__, "base_url": base_url, "root": "",
                "skipped": skipped}
     (root / "index.html").write_text(render_html("index.html", **context), encoding="utf-8")

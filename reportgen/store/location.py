@@ -22,6 +22,8 @@ OBJECT_SCHEMES = ("s3",)
 S3_EXTRA = "pip install 'reportgen[s3]'"
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+STORE_HELP = "results store: a folder or s3://bucket/prefix (default: $REPORTGEN_STORE or ./results)"
+"""What ``--store`` takes, as every command's help says it."""
 _FIX = "use a folder path, file:///absolute/folder, or s3://bucket/prefix"
 
 

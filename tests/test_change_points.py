@@ -201,3 +201,20 @@ def test_push_mode_refuses_a_fail_on_step_that_is_neither_true_nor_false(tmp_pat
                               text=True, env={**os.environ, "RG_FAIL_ON_STEP": value}, timeout=60)
         assert proc.returncode == code, proc.stderr
         assert ("RG_FAIL_ON_STEP: 'yes' is neither true nor false" in proc.stderr) == (code == 2)
+
+
+def test_push_mode_listing_cannot_issue_workflow_commands(tmp_path: Path) -> None:
+    """A series title is the repository's data: a line of the listing that looks like ``::error::`` is printed
+    between GitHub's stop-commands markers, so the runner never runs it."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "reportgen").write_text("#!/bin/sh\necho '::error title=x::pwned'\n")
+    (fake / "reportgen").chmod(0o755)
+    script = 'source "$1"; workspace="$2"; report_steps "$2"'
+    proc = subprocess.run(["bash", "-c", script, "_", str(ACTION_SCRIPT), str(tmp_path)], capture_output=True,
+                          text=True, env={**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}, timeout=60)
+    lines = proc.stdout.splitlines()
+    at = lines.index("::error title=x::pwned")
+    assert lines[at - 1].startswith("::stop-commands::rg-")
+    token = lines[at - 1].removeprefix("::stop-commands::")
+    assert len(token) == 19 and lines[at + 1] == f"::{token}::"

@@ -185,10 +185,13 @@ push() {
 # to show it) is an error annotation; its status: 1 for a new step with RG_FAIL_ON_STEP=true, else reportgen
 # history's.
 report_steps() {
-  local rc=0 fail="" listing
+  local rc=0 fail="" listing token
   [ "${RG_FAIL_ON_STEP:-false}" = true ] && fail="--fail-on-step"
   listing="$(cd "$workspace" && reportgen history "--store=$1" ${fail:+"$fail"})" || rc=$?
-  printf '%s\n' "$listing"
+  # Names in the listing are the repository's data: between stop-commands markers (GitHub's documented way) a line
+  # that looks like "::error::..." is printed, never run as a workflow command.
+  token="rg-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+  printf '::stop-commands::%s\n%s\n::%s::\n' "$token" "$listing" "$token"
   case "$listing" in
     *"NEW step at run"*)
       echo "::error::reportgen: a new step in the history of main (listed above; marked on the site's history charts)" ;;

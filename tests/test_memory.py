@@ -160,3 +160,33 @@ def test_memory_figures_survive_run_json() -> None:
     run = synthetic_run()
     run = dataclasses.replace(run, variants=(dataclasses.replace(variant("naive", 100.0), memory=memory),))
     assert parse_run_json(run_to_json(run), "run.json").variants[0].memory == memory
+
+
+def test_run_page_and_report_show_memory_column_section_ops_and_timeline(tmp_path: Any) -> None:
+    from factories import write_synthetic
+
+    from reportgen import site
+
+    hostile = "<b>x</b>|*"
+    memory = VariantMemory(source=f"profiler {hostile}", peak_bytes=67141632, allocated_bytes=100761624,
+                           allocation_count=10, exact=True, ops=(MemoryOp(f"aten::mul{hostile}", 100663296, 3),),
+                           timeline=(MemoryPoint(0.0, 0), MemoryPoint(5.0, 33554432), MemoryPoint(9.0, 67141632),
+                                     MemoryPoint(12.0, 33554432)), timeline_source="profiler events")
+    unavailable = VariantMemory(source="", unavailable="unavailable on neuron: reason")
+    run = synthetic_run()
+    run = dataclasses.replace(run, variants=(dataclasses.replace(run.variants[0], memory=memory),
+                                             dataclasses.replace(run.variants[1], memory=unavailable),
+                                             run.variants[2]))
+    write_synthetic(tmp_path / "store", run)
+    site.build_site(tmp_path / "store", tmp_path / "site", "/")
+    folder = tmp_path / "site" / "runs" / run.run_id
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    md = (folder / "report.md").read_text(encoding="utf-8")
+    assert "peak memory / call" in page and '<section id="memory">' in page
+    assert 'title="profiler &lt;b&gt;x&lt;/b&gt;|*">64.0 MiB</td>' in page  # the summary cell says its source
+    assert "(67,141,632 B)" in page and "aten::mul&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert "unavailable on neuron: reason" in page and "not measured" in page
+    assert (folder / "memory-naive.png").is_file() and 'src="memory-naive.png"' in page
+    assert not (folder / "memory-fused.png").exists()
+    assert "| naive | 64.0 MiB (67,141,632 B) | 96.1 MiB (100,761,624 B) | 10 | yes |" in md
+    assert "| peak memory / call |" in md and "![Memory timeline of naive" in md

@@ -7,7 +7,7 @@ import multiprocessing
 import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -145,11 +145,14 @@ class RunImages:
     timeline_notes: dict[str, str]
     scaling: str | None = None
     roofline: str | None = None
+    memory_timelines: dict[str, str] = field(default_factory=dict)
+    """Each variant's memory timeline of one call (those with memory figures and a timeline)."""
 
 
 def _run_images(view: RunView, bundle: Path, dest: Path) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
     from reportgen.render.bars import bar_chart
+    from reportgen.render.memory_plot import memory_timeline_chart
     from reportgen.render.sweep_plots import roofline_chart, scaling_chart
     from reportgen.render.timeline_plot import timeline_chart
 
@@ -174,7 +177,12 @@ def _run_images(view: RunView, bundle: Path, dest: Path) -> RunImages:
         name = view.run.scenario.name
         scaling_chart(view.sweep, dest / scaling, f"{name}: achieved bandwidth across shapes")
         roofline_chart(view.sweep, dest / roofline, f"{name}: roofline ({view.run.scenario.parameters.get('dtype', '')})")
-    return RunImages(bars, timelines, notes, scaling, roofline)
+    memory: dict[str, str] = {}
+    for i, v in enumerate(view.variants):
+        if v.memory is not None and v.memory.timeline:
+            memory[v.name] = f"memory-{safe_component(v.name, 60)}.png"
+            memory_timeline_chart(v.memory, dest / memory[v.name], f"{v.name}: live memory over one call", i)
+    return RunImages(bars, timelines, notes, scaling, roofline, memory)
 
 
 def _timeline_for(trace_file: Path) -> TimelineLayout:

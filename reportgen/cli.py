@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 EXIT_CODES_HELP = """exit codes:
   0  success
-  1  compare --fail-on-regression: a variant is significantly slower
+  1  compare --fail-on-regression: a variant is significantly slower, or its memory per call grew
   2  bad command-line arguments
   3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version
   4  profile: at least one variant failed or gave a wrong result (the run is still stored)
@@ -44,7 +44,8 @@ Runs of different devices or scenario parameters are refused; differing software
 
 exit codes:
   0  compared (no significant slowdown, or --fail-on-regression not given)
-  1  --fail-on-regression: a variant is significantly slower, or failed/incorrect in HEAD but OK in BASE
+  1  --fail-on-regression: a variant is significantly slower, or failed/incorrect in HEAD but OK in BASE,
+     or its memory per call grew beyond --memory-threshold (the comment says time or memory)
   2  bad command-line arguments (--threshold, --site-url); --output is not a regular file, a new path
      or a symlink to one, or cannot be written
   3  a run is missing or corrupt, or the runs cannot be compared (device or scenario parameters differ)
@@ -72,7 +73,8 @@ inconclusive, more sessions up to --max-seconds. See docs/ab-testing.md.
 
 exit codes:
   0  no change or improvement (also: the scenario exists on one side only: new or removed)
-  1  regression: a variant is slower beyond the threshold, or fails to compile or is wrong in head only (named)
+  1  regression: a variant is slower beyond the threshold, or fails to compile or is wrong in head only (named),
+     or its memory per call grew beyond --memory-threshold (the headline says time or memory)
   2  bad command-line arguments, or the scenario exists on neither side
   3  a side failed to import its scenario or make its inputs (named in the comment)
   7  still inconclusive when the time budget ran out
@@ -201,7 +203,10 @@ def _add_compare(sub: Subcommands) -> None:
                    help="smallest change in percent that counts (default: the config's, else 5)")
     p.add_argument("--scenario", default=None, help="latest~N counts runs of this scenario (default: the newest's)")
     p.add_argument("--machine", default=None, help="latest~N counts runs of this machine (default: the newest's)")
-    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any variant is significantly slower")
+    p.add_argument("--memory-threshold", type=float, default=0.0,
+                   help="growth of memory per call in percent that counts as a regression (default 0: any, where exact)")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when any variant is significantly slower or its memory per call grew")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--site-url", default=None, help="URL of the published site, to link both runs' pages")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
@@ -262,6 +267,8 @@ def _add_ab(sub: Subcommands) -> None:
                    help="a name (each checkout's config scenarios, else its scenarios/) or a .py path relative to it")
     p.add_argument("--threshold", type=float, default=None,
                    help="smallest change in percent that counts (default: the config's, else 5)")
+    p.add_argument("--memory-threshold", type=float, default=0.0,
+                   help="growth of memory per call in percent that counts as a regression (default 0: any, where exact)")
     d = AbSettings()
     p.add_argument("--sessions", type=int, default=d.min_sessions,
                    help=f"sessions (fresh pairs of worker processes) before the first verdict (>= 6; default {d.min_sessions})")

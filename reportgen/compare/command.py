@@ -41,7 +41,8 @@ def run_compare(request: CompareRequest) -> int:
     """Load, compare, render, write; ``ExitCode.REGRESSION`` on a regression when the request asks to fail on one."""
     where = (request.scenario, request.machine)
     base, head = load_side(request.store, request.base, *where), load_side(request.store, request.head, *where)
-    comparison = compare_runs(base, head, request.threshold_pct, load_history(request.store))
+    comparison = compare_runs(base, head, request.threshold_pct, load_history(request.store),
+                              request.memory_threshold_pct)
     for line in terminal_notes(comparison):
         print(line, file=sys.stderr)
     text = (comparison_json(comparison, request.site_url) if request.output_format is OutputFormat.JSON
@@ -50,6 +51,6 @@ def run_compare(request: CompareRequest) -> int:
         write_output(request.output, text)
     else:
         sys.stdout.write(terminal_safe(text, keep_newlines=True))
-    if request.fail_on_regression and comparison.regressions:
+    if request.fail_on_regression and comparison.gate_fails:
         return ExitCode.REGRESSION
     return ExitCode.OK

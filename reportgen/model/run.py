@@ -313,6 +313,8 @@ class SweepSample:
     calls_per_sample: int = 1
     correctness_passed: bool | None = None
     error: str | None = None
+    memory: VariantMemory | None = None
+    """One call's memory at this shape (figures only: no ops, no timeline); schema 5."""
 
 
 @dataclass(frozen=True)

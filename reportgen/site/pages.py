@@ -14,7 +14,13 @@ from pathlib import Path
 from reportgen import __version__
 from reportgen.analysis.history import RunDigest, digest, history
 from reportgen.analysis.run_view import RunView, run_view
-from reportgen.analysis.timeline import TimelineLayout, iteration_window, representative_step, timeline_layout
+from reportgen.analysis.timeline import (
+    TimelineLayout,
+    TrackNames,
+    iteration_window,
+    representative_step,
+    timeline_layout,
+)
 from reportgen.errors import BundleError, TraceError, UsageError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html, render_md
@@ -205,7 +211,7 @@ def _timeline_for(trace_file: Path) -> TimelineLayout:
     else:
         start, end, label = 0.0, 1.0, ""
     events = trace_reader.events_in_window(tr, start, end)
-    return timeline_layout(events, start, end, label)
+    return timeline_layout(events, start, end, label, TrackNames(tr.thread_names, tr.process_names))
 
 
 @dataclass(frozen=True)

@@ -190,3 +190,15 @@ def test_run_page_and_report_show_memory_column_section_ops_and_timeline(tmp_pat
     assert not (folder / "memory-fused.png").exists()
     assert "| naive | 64.0 MiB (67,141,632 B) | 96.1 MiB (100,761,624 B) | 10 | yes |" in md
     assert "| peak memory / call |" in md and "![Memory timeline of naive" in md
+
+
+def test_a_failure_to_measure_memory_is_a_reason_not_a_failed_variant() -> None:
+    from reportgen.devices.cpu import CpuBackend
+    from reportgen.profile.memory import measure_memory_or_reason
+    from reportgen.profile.timing import CallArgs
+
+    def out_of_memory() -> None:
+        raise MemoryError("cannot allocate 64 GiB")
+
+    memory = measure_memory_or_reason(CpuBackend(), out_of_memory, CallArgs(()))
+    assert memory.peak_bytes is None and memory.unavailable == "measuring memory failed: MemoryError: cannot allocate 64 GiB"

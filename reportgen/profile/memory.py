@@ -22,6 +22,7 @@ PROFILER_SOURCE = ("torch.profiler memory events (profile_memory=True) of one ca
                    "samples: every allocation and free of the {device} allocator")
 TIMELINE_SOURCE = "torch.profiler memory events (profile_memory=True) of the same call"
 MEASURED_CALLS = 2
+MAX_REASON_CHARS = 300
 
 
 def measure_memory(backend: Backend, fn: Callable[..., Any], args: CallArgs) -> VariantMemory:
@@ -40,6 +41,20 @@ def measure_memory(backend: Backend, fn: Callable[..., Any], args: CallArgs) -> 
     return VariantMemory(source=source, peak_bytes=count.peak_bytes, allocated_bytes=count.allocated_bytes,
                          allocation_count=count.allocation_count, exact=exact, ops=events.ops,
                          timeline=events.timeline, timeline_source=TIMELINE_SOURCE)
+
+
+def measure_memory_or_reason(backend: Backend, fn: Callable[..., Any], args: CallArgs) -> VariantMemory:
+    """``measure_memory``, or its failure (out of memory under the profiler ...) as the reason there are no figures:
+    the variant's timing and profile stand without them."""
+    from reportgen.errors import DeviceUnavailable
+
+    try:
+        return measure_memory(backend, fn, args)
+    except DeviceUnavailable:
+        raise
+    except Exception as exc:  # the variant ran for timing; only its memory is lost
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:MAX_REASON_CHARS]
+        return VariantMemory(source="", unavailable=f"measuring memory failed: {text}")
 
 
 def _one_call(backend: Backend, fn: Callable[..., Any], call_args: tuple[Any, ...],

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reportgen import __version__
+from reportgen.cli_text import AB_EPILOG, COMPARE_EPILOG, EXIT_CODES_HELP, PUBLISH_EPILOG
 from reportgen.errors import ExitCode, ReportgenError, UsageError, from_os_error
 from reportgen.store.location import STORE_HELP
 from reportgen.text.terminal import terminal_safe
@@ -25,61 +26,6 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     Subcommands: TypeAlias = "argparse._SubParsersAction[_Parser]"
-
-
-EXIT_CODES_HELP = """exit codes:
-  0  success
-  1  compare --fail-on-regression: a variant is significantly slower; history --fail-on-step: a new step
-  2  bad command-line arguments
-  3  bad input: a bundle, trace or site is missing, corrupt or of an unknown version; build --strict: a warning; or
-     the system refused a path (name too long, loop of links, no space, read-only, no permission)
-  4  profile: at least one variant failed or gave a wrong result (the run is still stored)
-  5  the requested device or its software (torch, torch_neuronx) is not present
-  6  conflict: another reportgen holds the lock, the run already exists, or doctor's <out>.tar.gz exists
-  7  ab: still inconclusive when the time budget ran out
- 70  internal error (a bug: please report it with the traceback from REPORTGEN_DEBUG=1)
-130  interrupted (Ctrl-C); stored runs and the site are unchanged
-"""
-
-COMPARE_EPILOG = """A change counts when |head/base - 1| >= --threshold AND its 95 % bootstrap interval excludes 0.
-Runs of different devices or scenario parameters are refused; differing software versions are warned about.
-
-exit codes:
-  0  compared (no significant slowdown, or --fail-on-regression not given)
-  1  --fail-on-regression: a variant is significantly slower, or failed/incorrect in HEAD but OK in BASE
-  2  bad command-line arguments (--threshold, --site-url); --output is not a regular file, a new path
-     or a symlink to one, or cannot be written, or lies inside the store, a run bundle or a built site
-  3  a run is missing or corrupt, or the runs cannot be compared (device or scenario parameters differ)
- 70  internal error
-"""
-
-PUBLISH_EPILOG = """The site must be built and clean: manifest.json and .nojekyll present, every file and run page the
-manifest lists present, and no .site-tmp-*/.tmp-* build folder next to it or inside it.
-
-exit codes:
-  0  published (or the branch already held this site)
-  3  the site is missing, not built or dirty; not a git repository; a git command (e.g. the push) failed
-  6  the branch moved while publishing: run it again
-"""
-
-
-AB_EPILOG = """Base and head are measured in one job, on one device, each side in its own worker process that imports its
-own checkout's scenario (and the user's package from that tree), in interleaved rounds (ABBA order), in several
-sessions: each session is a fresh pair of worker processes (two processes running the same code differ by a fixed
-amount for their whole life). Per round and variant: the median of each side's block and the ratio head/base; per
-session, the median of its rounds' ratios; a 95 % interval over sessions (Wilcoxon signed-rank, Hodges-Lehmann,
-on the logs of the session ratios).
-Regression/improvement only when the whole interval lies beyond +/- --threshold; no change when inside; while
-inconclusive, more sessions up to --max-seconds. See docs/ab-testing.md.
-
-exit codes:
-  0  no change or improvement (also: the scenario exists on one side only: new or removed)
-  1  regression: a variant is slower beyond the threshold, or fails to compile or is wrong in head only (named)
-  2  bad command-line arguments, or the scenario exists on neither side
-  3  a side failed to import its scenario or make its inputs (named in the comment)
-  7  still inconclusive when the time budget ran out
- 70  internal error
-"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -207,7 +153,10 @@ def _add_compare(sub: Subcommands) -> None:
                    help="smallest change in percent that counts (default: the config's, else 5)")
     p.add_argument("--scenario", default=None, help="latest~N counts runs of this scenario (default: the newest's)")
     p.add_argument("--machine", default=None, help="latest~N counts runs of this machine (default: the newest's)")
-    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any variant is significantly slower")
+    p.add_argument("--memory-threshold", type=float, default=0.0,
+                   help="growth of memory per call in percent that counts as a regression (default 0: any, where exact)")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when any variant is significantly slower or its memory per call grew")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--site-url", default=None, help="URL of the published site, to link both runs' pages")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
@@ -272,6 +221,8 @@ def _add_ab(sub: Subcommands) -> None:
                    help="a name (each checkout's config scenarios, else its scenarios/) or a .py path relative to it")
     p.add_argument("--threshold", type=float, default=None,
                    help="smallest change in percent that counts (default: the config's, else 5)")
+    p.add_argument("--memory-threshold", type=float, default=0.0,
+                   help="growth of memory per call in percent that counts as a regression (default 0: any, where exact)")
     d = AbSettings()
     p.add_argument("--sessions", type=int, default=d.min_sessions,
                    help=f"sessions (fresh pairs of worker processes) before the first verdict (>= 6; default {d.min_sessions})")

@@ -282,6 +282,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--threshold {args.threshold!r}: must be a finite number of percent >= 0")
     config = _config(store=args.store, threshold=args.threshold)
     threshold = config.threshold_pct
+    _check_memory_threshold(args.memory_threshold)
     if args.site_url is not None and not valid_site_url(args.site_url):
         raise UsageError(f"--site-url {args.site_url[:60]!r}: expected an http(s) URL such as "
                          "https://user.github.io/repo/")
@@ -289,7 +290,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return run_compare(CompareRequest(base=args.base, head=args.head, store=store,
                                           threshold_pct=threshold, fail_on_regression=args.fail_on_regression,
                                           output_format=OutputFormat(args.format), site_url=args.site_url,
-                                          output=args.output, scenario=args.scenario, machine=args.machine))
+                                          output=args.output, scenario=args.scenario, machine=args.machine,
+                                          memory_threshold_pct=args.memory_threshold))
+
+
+def _check_memory_threshold(value: float) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"--memory-threshold {value!r}: must be a finite number of percent >= 0, e.g. 0 (any growth)")
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
@@ -329,8 +336,10 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
     variants = tuple(x.strip() for x in args.variants.split(",") if x.strip()) if args.variants else None
     if args.variants is not None and not variants:
         raise UsageError(f"--variants {args.variants!r}: name at least one variant")
+    _check_memory_threshold(args.memory_threshold)
     settings = AbSettings(
         threshold_pct=config.threshold_pct if args.threshold is None else args.threshold,
+        memory_threshold_pct=args.memory_threshold,
         min_sessions=args.sessions, rounds_per_session=args.rounds, max_seconds=args.max_seconds,
         samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
         dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, variants=variants,

@@ -48,7 +48,8 @@ SCENARIO = Scenario(
     flops_per_call=lambda shape: 4 * shape[0] * shape[1],
 )
 '''
-EXIT_BY_HEADLINE = {"no change": 0, "faster": 0, "regression": 1, "inconclusive after the time budget": 7}
+EXIT_BY_HEADLINE = {"no change": 0, "faster": 0, "time regression": 1, "memory regression": 1,
+                    "time and memory regression": 1, "inconclusive after the time budget": 7}
 
 
 def checkout(root: Path, side: str, scenario: str | None = TINY) -> str:

@@ -430,7 +430,7 @@ def test_the_stated_method_follows_the_block_settings_used() -> None:
 def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     result = pair({HOSTILE: 100.0}, {HOSTILE: 125.0}, drift=linear_drift).result
     text = render_ab_markdown(result, COMMITS, {"base": "run-a", "head": "run-b"})
-    assert text.startswith("<!-- reportgen-ab -->\n### :x: reportgen A/B: regression: ")
+    assert text.startswith("<!-- reportgen-ab -->\n### :x: reportgen A/B: time regression: ")
     assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
             "2 samples per variant per side per round") in text
     assert "between pairs of processes (spread of the sessions' ratios): at most 0.0 %" in text

@@ -238,7 +238,7 @@ def test_pull_request_mode_runs_ab_comments_once_and_gates(tmp_path: Path, api: 
     assert [m for m, _p, _a in state.requests] == ["GET", "PATCH"] and len(state.comments) == 1
     body = state.comments[0]["body"]
     assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1 and "<!-- reportgen-ab -->" not in body
-    assert "### :x: reportgen A/B: regression: fused\\_inplace" in body
+    assert "### :x: reportgen A/B: time regression: fused\\_inplace" in body
     assert "| fused\\_inplace | — | — | — | — | :red_circle: broken in head: wrong result against the reference |" in body
     assert "Scenario **add\\_rmsnorm** (shape 4\\,64, float32) on **cpu**" in body  # found through the config
     assert f"base {base_sha[:12]} vs head {head_sha[:12]}" in body

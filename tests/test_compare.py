@@ -237,7 +237,7 @@ def test_comment_has_marker_verdict_table_links_and_method() -> None:
     md = render_markdown(compared(b, h, 5.0), site_url="https://user.github.io/my repo/")
     lines = md.splitlines()
     assert lines[0] == MARKER
-    assert lines[1] == "### :x: reportgen: regression in 1 of 2 variants: naive +30.0 %" and lines[2] == ""
+    assert lines[1] == "### :x: reportgen: time regression in 1 of 2 variants: naive +30.0 %" and lines[2] == ""
     assert ("| naive | 100.0 | 130.0 | +30.0 % (+30.0 % to +30.0 %) | +30.0 % to +30.0 % | sd 0.0 % over 5 runs "
             "up to base | :red_circle: slower |") in lines
     assert ("| fused | 50.00 | 50.00 | +0.0 % (+0.0 % to +0.0 %) | +0.0 % to +0.0 % | sd 0.0 % over 5 runs up to base "
@@ -250,7 +250,7 @@ def test_comment_has_marker_verdict_table_links_and_method() -> None:
 def test_mixed_verdict_names_the_regression_and_counts_the_faster() -> None:
     b, h = runs((v("a", (100.0,) * 5), v("b", (100.0,) * 5)), (v("a", (50.0,) * 5), v("b", (), VariantStatus.FAILED)))
     assert render_markdown(compared(b, h, 5.0)).splitlines()[1] == (
-        "### :x: reportgen: regression in 1 of 2 variants: b broken (failed); faster: 1")
+        "### :x: reportgen: time regression in 1 of 2 variants: b broken (failed); faster: 1")
 
 
 def test_verdicts_for_improvement_and_no_change() -> None:
@@ -285,7 +285,7 @@ def test_ten_thousand_giant_hostile_variants_fit_with_the_verdict_kept() -> None
     md = render_markdown(comp)
     assert comment_length(md) <= MAX_COMMENT_CHARS < 65_536
     lines = md.splitlines()
-    assert lines[0] == MARKER and lines[1].startswith("### :x: reportgen: regression in 10000 of 10000 variants: ")
+    assert lines[0] == MARKER and lines[1].startswith("### :x: reportgen: time regression in 10000 of 10000 variants: ")
     assert lines[1].endswith(" and 9997 more")
     shown = sum(1 for line in lines if line.endswith("| :red_circle: slower |"))
     assert 10 < shown < 10_000
@@ -311,7 +311,7 @@ def test_huge_op_diffs_are_dropped_from_the_end_first() -> None:
     assert kept == [f"v{i}" for i in range(len(kept))] and 0 < len(kept) < 60
     assert f"*Truncated: {60 - len(kept)} op-change sections omitted" in md
     assert md.splitlines()[1] == (
-        "### :x: reportgen: regression in 55 of 60 variants: v5 +5.0 %, v6 +6.0 %, v7 +7.0 % and 52 more")
+        "### :x: reportgen: time regression in 55 of 60 variants: v5 +5.0 %, v6 +6.0 %, v7 +7.0 % and 52 more")
 
 
 # --- escaping and real GFM renderers ----------------------------------------------------------------------
@@ -414,7 +414,7 @@ def test_steady_history_keeps_a_20_percent_slowdown_a_regression() -> None:
     assert x.outcome is Outcome.SLOWER and comp.verdict is Verdict.REGRESSION
     assert x.drift_pct is not None and 0.2 < x.drift_pct < 1.0 and x.drift_runs == 6
     assert x.ci_low_pct is not None and x.ci_high_pct is not None and 15 < x.ci_low_pct < 20 < x.ci_high_pct < 25
-    assert render_markdown(comp).splitlines()[1] == "### :x: reportgen: regression in 1 of 1 variants: x +20.0 %"
+    assert render_markdown(comp).splitlines()[1] == "### :x: reportgen: time regression in 1 of 1 variants: x +20.0 %"
 
 
 def test_without_history_the_drift_is_unknown_and_a_change_is_inconclusive_never_a_regression() -> None:
@@ -515,7 +515,7 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     store = _store(tmp_path, {"naive": 150.0, "fused": 60.0, "compiled": 30.0})
     args = ["compare", "latest~1", "latest", "--store", str(store)]
     assert main(args) == 0
-    assert capsys.readouterr().out.startswith(MARKER + "\n### :x: reportgen: regression in 1 of 3 variants: naive +50")
+    assert capsys.readouterr().out.startswith(MARKER + "\n### :x: reportgen: time regression in 1 of 3 variants: naive +50")
     assert main([*args, "--fail-on-regression"]) == 1
     assert main([*args, "--fail-on-regression", "--threshold", "60"]) == 0
     capsys.readouterr()

@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reportgen.ab",),
     ("reportgen.site",),
     ("reportgen.ci",),
-    ("reportgen.commands", "reportgen.cli", "reportgen.__main__"),
+    ("reportgen.commands", "reportgen.cli", "reportgen.cli_text", "reportgen.__main__"),
 )
 """Bottom to top. A module may import its own layer and the layers below it."""
 

@@ -44,8 +44,8 @@ def _drop_nones_absent_from(new: object, old: object) -> object:
     return new
 
 
-def test_schema_is_4_and_every_older_version_has_a_step() -> None:
-    assert SCHEMA_VERSION == 4
+def test_schema_is_5_and_every_older_version_has_a_step() -> None:
+    assert SCHEMA_VERSION == 5
     assert sorted(migrations.STEPS) == list(range(1, SCHEMA_VERSION))
 
 
@@ -62,7 +62,7 @@ def test_stored_v1_bundle_loads_as_the_current_schema() -> None:
     stored.pop("sweep")  # schema 3's field, empty for every older bundle
     stored["peak"] = {k: v for k, v in stored["peak"].items() if k not in ("bandwidth_curve", "cache_levels", "flops_source")}
     assert stored["settings"].pop("cache_flush_bytes") == 0 and stored["settings"].pop("timing_rounds") == 0
-    assert _drop_nones_absent_from(stored, old) == {**old, "schema_version": 4, "environment": V1_ENVIRONMENT_V2}
+    assert _drop_nones_absent_from(stored, old) == {**old, "schema_version": SCHEMA_VERSION, "environment": V1_ENVIRONMENT_V2}
 
 
 def test_v1_device_fields_become_device_extras_exactly() -> None:
@@ -74,7 +74,7 @@ def test_v1_device_fields_become_device_extras_exactly() -> None:
     assert data == before  # the caller's dict is not changed
     env = {k: v for k, v in before["environment"].items()
            if k not in ("cuda_version", "driver_version", "torch_neuronx_version", "neuronx_cc_version")}
-    assert upgraded == {**before, "schema_version": 4, "environment": {
+    assert upgraded == {**before, "schema_version": SCHEMA_VERSION, "environment": {
         **env, "device_extras": {"cuda_version": "12.4", "driver_version": "550.54.15",
                                  "neuronx_cc_version": "2.15.128"}}}
     run = parse_run_json(json.dumps(data), "run.json")
@@ -115,7 +115,7 @@ def test_v1_bundle_builds_a_site_and_its_file_is_not_rewritten(tmp_path: Path) -
 def test_v2_bundle_gains_only_its_version_and_loads_without_a_sweep() -> None:
     data = migrations.upgrade(_v1_data(), "run.json")
     v2 = {**data, "schema_version": 2}
-    assert migrations.upgrade(copy.deepcopy(v2), "run.json") == {**v2, "schema_version": 4}  # no A/B pair: no rounds
+    assert migrations.upgrade(copy.deepcopy(v2), "run.json") == {**v2, "schema_version": SCHEMA_VERSION}  # no A/B pair: no rounds
     run = parse_run_json(json.dumps(v2), "run.json")
     assert run.sweep == () and run.peak.bandwidth_curve == () and run.peak.flops_source == ""
 
@@ -132,6 +132,7 @@ def test_stored_v2_bundle_loads_without_a_sweep_and_builds(tmp_path: Path) -> No
     assert [v.name for v in run.variants] == ["naive", "fused"] and run.settings.cache_flush_bytes == 0
     stored = json.loads(run_to_json(run))
     assert stored["environment"].pop("allocator_env") is None  # added since, with default None: not recorded
+    assert [v.pop("memory") for v in stored["variants"]] == [None, None]  # schema 5's, likewise
     assert {k: v for k, v in stored.items() if k not in ("schema_version", "sweep", "peak", "settings")} == {
         k: v for k, v in raw.items() if k not in ("schema_version", "peak", "settings")}
     store = tmp_path / "store"
@@ -152,7 +153,7 @@ def test_stored_v3_ab_pair_gets_session_0_on_every_round_and_nothing_else() -> N
         assert all("session" not in r for r in raw["ab"]["rounds"])
         upgraded = migrations.upgrade(copy.deepcopy(raw), "run.json")
         expected_rounds = [{**r, "session": 0} for r in raw["ab"]["rounds"]]
-        assert upgraded == {**raw, "schema_version": 4, "ab": {**raw["ab"], "rounds": expected_rounds}}
+        assert upgraded == {**raw, "schema_version": SCHEMA_VERSION, "ab": {**raw["ab"], "rounds": expected_rounds}}
         run = load_run(V3_STORE / run_id)
         assert run.ab is not None and run.ab.side == side and {r.session for r in run.ab.rounds} == {0}
 

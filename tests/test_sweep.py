@@ -217,6 +217,10 @@ def test_real_sweep_is_stored_with_every_point_and_the_ceilings(real_sweep: tupl
         assert [s.variant for s in p.samples] == ["naive", "fused"]
         assert all(s.status is VariantStatus.OK and len(s.samples_us) >= 5 and s.correctness_passed for s in p.samples)
         assert p.bytes_per_call == (2 * p.shape[0] * p.shape[1] + p.shape[1]) * 4
+        # one call's memory at each shape: naive's peak is x * r and the output (one x each) plus the row vector
+        naive = p.samples[0].memory
+        assert naive is not None and naive.exact and naive.peak_bytes == (2 * p.shape[0] * p.shape[1] + p.shape[0]) * 4
+        assert naive.timeline == () and naive.ops == ()  # figures only per shape
     assert len(run.peak.bandwidth_curve) >= 4 and all(b.bandwidth_bytes_per_s > 0 for b in run.peak.bandwidth_curve)
     assert run.peak.flops_per_s and run.peak.flops_source.startswith("measured")
     assert json.loads((bundle / "run.json").read_text())["schema_version"] == SCHEMA_VERSION
@@ -236,7 +240,8 @@ def test_real_sweep_page_and_report_hold_the_table_and_both_charts(real_sweep: t
     table = table[: table.index("</table>")]
     assert table.count("<tr class=\"row-ok\">") == 6  # 3 shapes x 2 variants
     assert re.search(r"GFLOP/s", html) and "speedup vs naive" in table
-    for chart in ("sweep-scaling.png", "sweep-roofline.png"):
+    assert "peak memory / call" in table and "sweep-memory.png" in html and "sweep-memory.png" in md
+    for chart in ("sweep-scaling.png", "sweep-roofline.png", "sweep-memory.png"):
         data = (page_dir / chart).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 5000
     weight = sum(f.stat().st_size for f in page_dir.iterdir() if f.is_file())

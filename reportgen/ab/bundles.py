@@ -7,7 +7,7 @@ import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reportgen.ab.pair import SIDES, PairResult, SideReport, VariantKind
+from reportgen.ab.pair import SIDES, PairResult, SideReport, VariantKind, side_memory
 from reportgen.ab.settings import HUGE_PAGES_TEXT, AbSettings
 from reportgen.analysis.stats import median_or_none
 from reportgen.model.codec import from_jsonable
@@ -93,4 +93,5 @@ def _variant_result(report: SideReport, name: str, rounds: tuple[AbRound, ...], 
         compile_time_us=max(0.0, first - median) if first is not None and median is not None else None,
         samples_us=samples if name in measured else (), calls_per_sample=int(w.get("calls_per_sample") or 1),
         correctness=correctness, time_basis=TimeBasis(report.time_basis or "cpu"),
-        bytes_per_call=int(w.get("bytes_per_call") or 0), flops_per_call=int(w.get("flops_per_call") or 0))
+        bytes_per_call=int(w.get("bytes_per_call") or 0), flops_per_call=int(w.get("flops_per_call") or 0),
+        memory=side_memory(report, name))

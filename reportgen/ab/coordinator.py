@@ -27,7 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.ab.pair import SIDES, PairResult, RoundRecord, SideReport, VariantKind, VariantPair, session_count
+from reportgen.ab.pair import (
+    SIDES,
+    PairResult,
+    RoundRecord,
+    SideReport,
+    VariantKind,
+    VariantPair,
+    memory_changes,
+    session_count,
+)
 from reportgen.ab.session import Session, SideFailed, Spawn, load_both, session_rounds, warm
 from reportgen.ab.settings import AbSettings
 from reportgen.analysis.paired import AbVerdict, PairStats, SessionRounds, pair_stats
@@ -66,8 +75,9 @@ def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbS
     run = _Runner(spawn, roots, scenario, settings, clock, say, (shape, dtype), calls, list(rounds), warm_s, rounds_s)
     variants, stop = run.until_decided(pairs, t0)
     say(f"{run.sessions} sessions, {len(run.rounds)} rounds in {clock() - t0:.1f} s; stopped: {stop}")
+    memory = memory_changes(sides["base"], sides["head"], variants, settings.memory_threshold_pct)
     return PairResult(settings, sides["base"], sides["head"], shape, dtype, variants, tuple(run.rounds), stop,
-                      run.rounds_s, run.warm_s, notes)
+                      run.rounds_s, run.warm_s, notes, memory)
 
 
 def _timed(clock: Callable[[], float], fn: Callable[[], Any]) -> tuple[float, Any]:

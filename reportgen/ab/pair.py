@@ -9,7 +9,10 @@ from typing import Any
 
 from reportgen.ab.settings import AbSettings, method_text
 from reportgen.analysis.paired import AbVerdict, PairStats, overall_verdict
+from reportgen.compare.memory import MemoryChange, memory_change
 from reportgen.errors import ExitCode
+from reportgen.model.codec import from_jsonable
+from reportgen.model.memory import VariantMemory
 
 SIDES = ("base", "head")
 
@@ -92,6 +95,12 @@ class PairResult:
     rounds_s: float
     warm_s: float
     notes: tuple[str, ...] = ()
+    memory: tuple[MemoryChange, ...] = ()
+    """Each variant measured on both sides: its memory per call (first session, before the rounds), base vs head."""
+
+    @property
+    def memory_regressions(self) -> tuple[MemoryChange, ...]:
+        return tuple(m for m in self.memory if m.is_regression)
 
     @property
     def method(self) -> str:
@@ -116,11 +125,12 @@ class PairResult:
 
     @property
     def exit_code(self) -> ExitCode:
-        """3 a side failed to load or warm; 1 regression; 7 still inconclusive after the budget; else 0."""
+        """3 a side failed to load or warm; 1 regression (time or memory); 7 still inconclusive after the budget;
+        else 0."""
         if self.failed_sides:
             return ExitCode.BAD_INPUT
         verdict = self.verdict
-        if verdict is AbVerdict.REGRESSION:
+        if verdict is AbVerdict.REGRESSION or self.memory_regressions:
             return ExitCode.REGRESSION
         if verdict is AbVerdict.INCONCLUSIVE:
             return ExitCode.INCONCLUSIVE
@@ -130,3 +140,17 @@ class PairResult:
 def session_count(rounds: Sequence[RoundRecord]) -> int:
     """How many sessions the rounds came from."""
     return len({r.session for r in rounds})
+
+
+def side_memory(side: SideReport, name: str) -> VariantMemory | None:
+    """The memory per call a side's worker measured for ``name`` in its first warm-up (None: none)."""
+    raw = side.variants.get(name, {}).get("memory")
+    return from_jsonable(VariantMemory, raw, f"{side.side} worker", f"variants.{name}.memory") if raw else None
+
+
+def memory_changes(base: SideReport, head: SideReport, pairs: Sequence[VariantPair],
+                   threshold_pct: float) -> tuple[MemoryChange, ...]:
+    """Memory base vs head of every variant measured on both sides (where either side's worker measured any)."""
+    sides = {v.name: (side_memory(base, v.name), side_memory(head, v.name)) for v in pairs
+             if v.kind is VariantKind.MEASURED}
+    return tuple(memory_change(name, b, h, threshold_pct) for name, (b, h) in sides.items() if b or h)

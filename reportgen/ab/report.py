@@ -11,9 +11,11 @@ from reportgen.ab.pair import PairResult, SideReport, VariantKind, VariantPair
 from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
 from reportgen.analysis.paired import AbVerdict
 from reportgen.analysis.stats import median
+from reportgen.compare.memory import MemoryChange
 from reportgen.model.codec import to_jsonable
 from reportgen.model.run import GitInfo
 from reportgen.render.jinja import MdSafe, render_md
+from reportgen.text.formatting import fmt_bytes, fmt_change_pct, fmt_int
 
 AB_SCHEMA_VERSION = 1
 """Version of the ``--format json`` document."""
@@ -21,7 +23,7 @@ MARKER = "<!-- reportgen-ab -->"
 TEMPLATE = "ab.md.j2"
 
 HEADLINES = {
-    AbVerdict.REGRESSION: ":x: reportgen A/B: regression",
+    AbVerdict.REGRESSION: ":x: reportgen A/B: time regression",
     AbVerdict.IMPROVEMENT: ":white_check_mark: reportgen A/B: faster",
     AbVerdict.NO_CHANGE: ":white_check_mark: reportgen A/B: no change",
     AbVerdict.INCONCLUSIVE: ":grey_question: reportgen A/B: inconclusive after the time budget",
@@ -65,6 +67,39 @@ def _row(v: VariantPair) -> dict[str, Any]:
             "result": MdSafe(VERDICT_TEXT[s.verdict]), "error": None}
 
 
+def _memory_row(m: MemoryChange) -> dict[str, Any]:
+    """One row of the memory table: base → head of each figure (formatted here), the result in words."""
+    cells = []
+    for f in m.figures:
+        show = fmt_int if f.figure == "allocation_count" else fmt_bytes
+        change = "" if f.base == f.head else f" ({fmt_change_pct(f.change_pct) if f.change_pct is not None else 'from 0'})"
+        cells.append(MdSafe(f"{show(f.base)} → {show(f.head)}{change}"))
+    exact = " (exact)" if m.figures and m.figures[0].exact else ""
+    result = {"more memory": ":red_circle: memory regression", "less memory": ":green_circle: less memory",
+              "unchanged": "unchanged"}.get(m.outcome.value)
+    return {"name": m.name, "cells": cells, "result": MdSafe(result + exact) if result else None, "reason": m.reason}
+
+
+def _memory_named(m: MemoryChange) -> str:
+    grown = " and ".join(f"{f.label} {fmt_change_pct(f.change_pct) if f.change_pct is not None else 'from 0'}"
+                         for f in m.grown)
+    return f"{m.name} {grown}"
+
+
+def _headline(result: PairResult, failed: bool) -> tuple[str, list[str]]:
+    """The headline (time, memory or both when a regression) and the variants it names."""
+    verdict = result.verdict
+    named = [v.name for v in result.variants if v.verdict is verdict] if verdict is not AbVerdict.NO_CHANGE else []
+    if failed:
+        return ":warning: reportgen A/B: a side failed", named
+    mems = [_memory_named(m) for m in result.memory_regressions]
+    if not mems:
+        return HEADLINES[verdict], named
+    if verdict is AbVerdict.REGRESSION:
+        return ":x: reportgen A/B: time and memory regression", [*named, *mems]
+    return ":x: reportgen A/B: memory regression", mems
+
+
 def _params_text(base: Mapping[str, str], head: Mapping[str, str]) -> str:
     """The scenario parameters both sides measured with (``eps=1e-05, dim=-1``); each side's where they differ."""
     def show(params: Mapping[str, str]) -> str:
@@ -101,11 +136,13 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
     failed = [{"side": s.side, "stage": "import" if s.error_stage == "load" else "compile/warm-up"
                if s.error_stage == "warm" else s.error_stage, "error": s.error} for s in result.failed_sides]
     verdict = result.verdict
-    named = [v.name for v in result.variants if v.verdict is verdict] if verdict is not AbVerdict.NO_CHANGE else []
+    headline, named = _headline(result, bool(failed))
     return {
         "marker": MdSafe(MARKER),
-        "headline": MdSafe(":warning: reportgen A/B: a side failed" if failed else HEADLINES[verdict]),
+        "headline": MdSafe(headline),
         "named": named,
+        "memory_rows": [_memory_row(m) for m in result.memory],
+        "memory_threshold": MdSafe(f"{result.settings.memory_threshold_pct:g} %"),
         "failed": failed,
         "scenario": result.head.scenario_name or result.base.scenario_name or "",
         "shape": ",".join(str(d) for d in result.shape or ()),
@@ -158,6 +195,8 @@ def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, s
         "schema_version": AB_SCHEMA_VERSION,
         "verdict": result.verdict.value,
         "exit_code": int(result.exit_code),
+        "memory_regressions": [m.name for m in result.memory_regressions],
+        "memory": [to_jsonable(m) for m in result.memory],
         "method": result.method,
         "threshold_pct": result.settings.threshold_pct,
         "stop_reason": result.stop_reason,

@@ -37,6 +37,8 @@ class AbSettings:
     """How a pair is measured and judged."""
 
     threshold_pct: float = 5.0
+    memory_threshold_pct: float = 0.0
+    """Growth of an exact memory figure that counts as a regression (0: any; see reportgen.compare.memory)."""
     min_sessions: int = 6
     # Fine interleaving: blocks of 2 samples, 16 rounds per session. With blocks of 8 samples (and 1 discarded) the
     # sessions of an A/A pair spread about twice as much at the default shape: this VM's speed switches between

@@ -41,6 +41,7 @@ from reportgen.errors import ReportgenError
 from reportgen.model.codec import to_jsonable
 from reportgen.profile.correctness import check_correctness
 from reportgen.profile.measure import one_line, release_compile_workers
+from reportgen.profile.memory import measure_memory_or_reason
 from reportgen.profile.timing import CallArgs, calls_per_sample, time_samples, timed_call, warm_up
 from reportgen.scenario.loader import Scenario, Variant, load_scenario, scenario_files
 
@@ -163,13 +164,16 @@ def _warm_variant(state: _State, variant: Variant, reference: Any, sc: Scenario,
             else:
                 warm_up(backend, fn, call_args, int(msg.get("warmup", 3)))
                 calls = calls_per_sample(backend, fn, call_args, None, MIN_SAMPLE_US, variant.inplace)
+        # memory of one call, in the first session only and before any round: the timed samples never run under it
+        memory = None if msg.get("brief") else to_jsonable(measure_memory_or_reason(backend, fn, call_args))
     except Exception as exc:  # the user's variant: its failure is reported, the others go on
         return {"status": "failed", "error": one_line(exc)}
     state.fns[variant.name] = fn
     state.call_args[variant.name] = call_args
     status = "ok" if correctness.passed else "incorrect"
     return {"status": status, "error": None if correctness.passed else "wrong result against the reference",
-            "first_call_us": first_us, "calls_per_sample": calls, "correctness": to_jsonable(correctness)}
+            "first_call_us": first_us, "calls_per_sample": calls, "correctness": to_jsonable(correctness),
+            "memory": memory}
 
 
 def _block(state: _State, msg: dict[str, Any]) -> dict[str, Any]:

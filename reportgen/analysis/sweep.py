@@ -31,6 +31,9 @@ class SweepCell:
     speedup: stats.Ratio | None
     """median(baseline) / median(this variant) at this shape, with its bootstrap interval; None for the baseline."""
     correctness_passed: bool | None
+    peak_bytes: int | None = None
+    """One call's peak memory above the inputs at this shape; None: not measured (or unavailable)."""
+    memory_source: str = ""
 
     @property
     def over_ceiling(self) -> bool:
@@ -125,8 +128,9 @@ def _cell(s: SweepSample, point: SweepPoint, ceiling_bytes_per_s: float | None, 
     fraction = achieved / ceiling_bytes_per_s if achieved is not None and ceiling_bytes_per_s else None
     speedup = (stats.ratio_of_medians(base.samples_us, s.samples_us)
                if base is not None and s.variant != base.variant and timing is not None else None)
+    m = s.memory
     return SweepCell(s.variant, s.status, s.error, timing, s.calls_per_sample, achieved, fraction, flops, speedup,
-                     s.correctness_passed)
+                     s.correctness_passed, m.peak_bytes if m else None, (m.unavailable or m.source) if m else "")
 
 
 def _rate(amount: int, seconds: float | None) -> float | None:

@@ -6,8 +6,8 @@ the threads or streams beyond a lane's row budget folded into one row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from reportgen.devices.lanes import Lane
@@ -148,6 +148,25 @@ def _track_key(pid: str, tid: str) -> str:
     return "/".join(t.replace("\\", "\\\\").replace("/", "\\/") for t in (pid, tid))
 
 
+@dataclass(frozen=True)
+class TrackNames:
+    """Kineto's ``thread_name`` and ``process_name`` metadata of a trace, by (pid, tid) and by pid."""
+
+    threads: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    processes: Mapping[str, str] = field(default_factory=dict)
+
+    def titled(self, title: str, pid: str, tid: str, pids: int) -> str:
+        """``title`` with the thread's name where the trace names it (Kineto's ``thread 1234 (python3)`` in place
+        of ``thread 1234``), and the process's name when the lane spans processes."""
+        thread = self.threads.get((pid, tid))
+        if thread and tid and tid in thread:  # Kineto's "thread 1234 (python3)", "stream 7": it replaces ours
+            title = f"{title.rsplit(' · ', 1)[0]} · {thread}"
+        elif thread and thread not in title:
+            title = f"{title} ({thread})"
+        process = self.processes.get(pid) if pids > 1 else None
+        return f"{title} · {process}" if process and process not in title else title
+
+
 def _track_title(lane: Lane, pid: str, tid: str, pids: int) -> str:
     """``framework ops · thread 1234``, ``device · stream 7`` (``device 1 · stream 7`` when the lane spans pids)."""
     word = TRACK_WORDS[lane]
@@ -185,7 +204,7 @@ def _order(ev: EventLike) -> tuple[float, float, str]:
 
 
 def timeline_layout(events: Sequence[EventLike], window_start_us: float, window_end_us: float,
-                    step_name: str = "") -> TimelineLayout:
+                    step_name: str = "", names: TrackNames | None = None) -> TimelineLayout:
     """Lay out the events overlapping the window: a track per thread (host lanes) and per stream (device lane),
     calls nested (or overlapping) on one track a row lower, no two bars of a row over each other."""
     span = max(window_end_us - window_start_us, 1e-9)
@@ -201,7 +220,8 @@ def timeline_layout(events: Sequence[EventLike], window_start_us: float, window_
         lane_events = by_track.get(lane)
         if not lane_events:
             continue
-        lane_tracks, lane_bars = _lane_layout(lane, lane_events, window_start_us, window_end_us)
+        lane_tracks, lane_bars = _lane_layout(lane, lane_events, window_start_us, window_end_us,
+                                              names or TrackNames())
         tracks.extend(lane_tracks)
         bars.extend(lane_bars)
     bars.sort(key=lambda b: (b.start_us, -b.duration_us))  # stable: time order, lanes top to bottom at a tie
@@ -209,7 +229,7 @@ def timeline_layout(events: Sequence[EventLike], window_start_us: float, window_
 
 
 def _lane_layout(lane: Lane, lane_events: dict[tuple[str, str], list[EventLike]], window_start_us: float,
-                 window_end_us: float) -> tuple[list[TimelineTrack], list[TimelineBar]]:
+                 window_end_us: float, names: TrackNames) -> tuple[list[TimelineTrack], list[TimelineBar]]:
     """One lane's tracks and bars: the busiest threads or streams that fit its row budget, the rest on one row."""
     depths = {k: _stack_depths(evs) for k, evs in lane_events.items()}
     busy = {k: sum(min(e.start_us + e.duration_us, window_end_us) - max(e.start_us, window_start_us)
@@ -222,7 +242,8 @@ def _lane_layout(lane: Lane, lane_events: dict[tuple[str, str], list[EventLike]]
     bars: list[TimelineBar] = []
     for pid, tid in sorted(ranked[:n_kept], key=lambda k: (_natural(k[0]), _natural(k[1]))):
         key = _track_key(pid, tid)
-        tracks.append(TimelineTrack(lane, key, _track_title(lane, pid, tid, pids), _rows_of(depths[(pid, tid)])))
+        tracks.append(TimelineTrack(lane, key, names.titled(_track_title(lane, pid, tid, pids), pid, tid, pids),
+                                    _rows_of(depths[(pid, tid)])))
         for ev, depth in zip(lane_events[(pid, tid)], depths[(pid, tid)], strict=True):
             start, duration = _clipped(ev, window_start_us, window_end_us)
             bars.append(TimelineBar(lane, min(depth, MAX_DEPTH - 1), start, duration, ev.name, depth >= MAX_DEPTH,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from reportgen.analysis import stats
 from reportgen.analysis.breakdown import BreakdownView, breakdown_view
 from reportgen.analysis.ceilings import is_over_ceiling
+from reportgen.model.memory import VariantMemory
 from reportgen.model.run import OpRow, TimeBasis, VariantResult, VariantStatus
 
 MAX_OP_ROWS = 20
@@ -165,6 +166,8 @@ class VariantView:
     rtol: float | None
     trace_path: str | None
     breakdown: BreakdownView | None = None
+    memory: VariantMemory | None = None
+    """One call's memory (peak, bytes, allocations, allocating ops, timeline); None: not measured."""
 
     @property
     def ran(self) -> bool:
@@ -197,5 +200,6 @@ def variant_view(v: VariantResult, peak_bytes_per_s: float | None, level: str | 
         rtol=c.rtol if c else None,
         trace_path=v.trace_path,
         breakdown=breakdown_view(v.breakdown) if v.breakdown is not None else None,
+        memory=v.memory,
     )
 

@@ -44,7 +44,8 @@ def run_compare(request: CompareRequest) -> int:
         check_output_path(request.output, request.store)  # before any work; write_output checks again
     where = (request.scenario, request.machine)
     base, head = load_side(request.store, request.base, *where), load_side(request.store, request.head, *where)
-    comparison = compare_runs(base, head, request.threshold_pct, load_history(request.store))
+    comparison = compare_runs(base, head, request.threshold_pct, load_history(request.store),
+                              request.memory_threshold_pct)
     for line in terminal_notes(comparison):
         print(line, file=sys.stderr)
     text = (comparison_json(comparison, request.site_url) if request.output_format is OutputFormat.JSON
@@ -53,6 +54,6 @@ def run_compare(request: CompareRequest) -> int:
         write_output(request.output, text, request.store)
     else:
         sys.stdout.write(terminal_safe(text, keep_newlines=True))
-    if request.fail_on_regression and comparison.regressions:
+    if request.fail_on_regression and comparison.gate_fails:
         return ExitCode.REGRESSION
     return ExitCode.OK

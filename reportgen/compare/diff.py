@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from reportgen.analysis.drift import minutes_apart
 from reportgen.analysis.stats import METHOD
+from reportgen.compare.memory import DEFAULT_MEMORY_THRESHOLD_PCT, memory_change
 from reportgen.compare.model import Comparison, Pairing, RunRef, VersionDifference
 from reportgen.compare.ops import op_diffs
 from reportgen.compare.variants import Sides, drift_note, shape_changes, variant_change
@@ -19,7 +20,8 @@ ENVIRONMENT_FIELDS = ("torch_version", *compared_environment_fields(), "python_v
 """Software/hardware fingerprint fields whose difference is warned about, not refused."""
 
 
-def compare_runs(base: Run, head: Run, threshold_pct: float, history: Sequence[Run] = ()) -> Comparison:
+def compare_runs(base: Run, head: Run, threshold_pct: float, history: Sequence[Run] = (),
+                 memory_threshold_pct: float = DEFAULT_MEMORY_THRESHOLD_PCT) -> Comparison:
     """Compare ``head`` against ``base``; CompareError when device or scenario differ.
 
     ``history``: the store's runs (any order; base and head may be among them) from which the drift between
@@ -27,6 +29,8 @@ def compare_runs(base: Run, head: Run, threshold_pct: float, history: Sequence[R
     """
     if not math.isfinite(threshold_pct) or threshold_pct < 0:
         raise UsageError(f"threshold {threshold_pct!r}: must be a finite number of percent >= 0")
+    if not math.isfinite(memory_threshold_pct) or memory_threshold_pct < 0:
+        raise UsageError(f"memory threshold {memory_threshold_pct!r}: must be a finite number of percent >= 0")
     check_comparable(base, head)
     pairing = Pairing.INTERLEAVED if is_ab_pair(base, head) else Pairing.SEPARATE
     sides = Sides(base, head, tuple(drift_history(history, head)), pairing)
@@ -48,6 +52,9 @@ def compare_runs(base: Run, head: Run, threshold_pct: float, history: Sequence[R
         minutes_apart=minutes,
         drift_note=drift_note(pairing, minutes, changes, base.ab.pair_id if base.ab else None),
         shapes=shape_changes(base, head, changes),
+        memory=tuple(memory_change(n, b[n].memory, h[n].memory, memory_threshold_pct) for n in names
+                     if n in b and n in h and (b[n].memory or h[n].memory)),  # runs from before schema 5: none
+        memory_threshold_pct=memory_threshold_pct,
     )
 
 

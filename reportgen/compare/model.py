@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from reportgen.compare.memory import MemoryChange
 from reportgen.model.run import TimeBasis, VariantStatus
 
 
@@ -169,6 +170,9 @@ class Comparison:
     """One sentence on how the runs were measured and what the intervals cover (never empty from compare_runs)."""
     shapes: tuple[ShapeChange, ...] = ()
     """Per shape of the sweeps both runs hold: informational, not part of the verdict."""
+    memory: tuple[MemoryChange, ...] = ()
+    """Each variant present on both sides: its memory per call, base against head."""
+    memory_threshold_pct: float = 0.0
 
     @property
     def drift_unknown(self) -> tuple[VariantChange, ...]:
@@ -181,15 +185,25 @@ class Comparison:
         return tuple(v for v in self.variants if v.is_regression)
 
     @property
+    def memory_regressions(self) -> tuple[MemoryChange, ...]:
+        """Variants whose memory per call grew beyond the memory threshold in head."""
+        return tuple(m for m in self.memory if m.is_regression)
+
+    @property
+    def gate_fails(self) -> bool:
+        """True when the gate fails: a time regression (or a break) or a memory regression."""
+        return bool(self.regressions or self.memory_regressions)
+
+    @property
     def improvements(self) -> tuple[VariantChange, ...]:
         """Variants significantly faster, or fixed, in head."""
         return tuple(v for v in self.variants if v.outcome in (Outcome.FASTER, Outcome.FIXED))
 
     @property
     def verdict(self) -> Verdict:
-        """Regression if any variant regressed, else inconclusive if any is, else improvement if any improved,
-        else no change."""
-        if self.regressions:
+        """Regression if any variant regressed (in time or in memory), else inconclusive if any is, else improvement
+        if any improved, else no change."""
+        if self.gate_fails:
             return Verdict.REGRESSION
         if self.drift_unknown:
             return Verdict.INCONCLUSIVE

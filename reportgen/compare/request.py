@@ -22,6 +22,8 @@ class CompareRequest:
     head: str
     store: Path
     threshold_pct: float = 5.0
+    memory_threshold_pct: float = 0.0
+    """Growth of an exact memory figure that counts as a regression (0: any); inexact figures need 10 % or more."""
     fail_on_regression: bool = False
     output_format: OutputFormat = OutputFormat.MARKDOWN
     site_url: str | None = None

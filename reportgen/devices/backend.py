@@ -16,6 +16,7 @@ from typing import Any
 
 from reportgen.errors import DeviceUnavailable
 from reportgen.model.evidence import VariantEvidence
+from reportgen.model.memory import AllocatorCount
 from reportgen.model.run import Artifact, BandwidthPoint, DeviceKind, DevicePeak, TimeBasis
 
 PEAK_OVERRIDE_ENV = "REPORTGEN_PEAK_BANDWIDTH_GBPS"
@@ -103,6 +104,19 @@ class Backend(abc.ABC):
     def variant_evidence(self, out_dir: Path, steps: int, device_events_per_step: int | None) -> VariantEvidence:
         """After profiling one variant into ``out_dir``: what the device's own tools add (default: nothing)."""
         return VariantEvidence()
+
+    memory_device_type: int | None = 0
+    """torch's ``DeviceType`` the profiler's ``[memory]`` events carry for this device's allocations (0: CPU,
+    1: CUDA); None: the profiler sees none of them (``memory_unavailable`` says why)."""
+
+    def memory_unavailable(self) -> str | None:
+        """Why memory per call cannot be measured on this device; None: it can (default)."""
+        return None
+
+    def allocator_count(self, call: Callable[[], None]) -> tuple[AllocatorCount, str] | None:
+        """The device allocator's own figures over ``call()`` and their source; None: it keeps none (the CPU's
+        figures then come from the profiler's memory events)."""
+        return None
 
     def environment_extras(self) -> dict[str, str | None]:
         """Device-specific environment fields (versions, driver): the device's ``environment_fields``."""

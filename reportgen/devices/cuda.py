@@ -8,13 +8,14 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reportgen.devices.backend import Backend, import_torch, measure_copy_bandwidth
 from reportgen.devices.lanes import KINETO_GPU_DEVICE_CATEGORIES, KINETO_GPU_WORK_CATEGORIES, LaneRules
 from reportgen.devices.spec import Device, EnvField, TraceEvidence, TraceHeader
 from reportgen.errors import DeviceUnavailable
+from reportgen.model.memory import AllocatorCount
 from reportgen.model.run import DeviceKind, DevicePeak, TimeBasis
 
 COPY_BENCH_BYTES = 2 * 1024 * 1024 * 1024
@@ -55,6 +56,21 @@ class CudaBackend(Backend):
         import torch
 
         return torch.compile(fn, backend="inductor")
+
+    memory_device_type = 1
+
+    def allocator_count(self, call: Callable[[], None]) -> tuple[AllocatorCount, str] | None:
+        """The caching allocator's statistics around ``call()`` (synchronized before each read)."""
+        import torch
+
+        self.synchronize()
+        live_before = int(torch.cuda.memory_allocated())
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_stats()
+        call()
+        self.synchronize()
+        return allocator_count_from_stats(before, torch.cuda.memory_stats(), live_before,
+                                          int(torch.cuda.max_memory_allocated()))
 
     def device_name(self) -> str:
         import torch
@@ -179,3 +195,25 @@ def vendor_compute_roof(device_name: str, dtype: str) -> tuple[float | None, str
         return None, f"compute roof: none (no vendor {dtype} figure recorded for {device_name})"
     model = device_name.strip().removeprefix("NVIDIA ")
     return figures[dtype] * 1e12, f"vendor: {model} {figures[dtype]:g} TFLOPS dense {dtype}"
+
+
+CUDA_BYTES_KEY = "allocated_bytes.all.allocated"
+CUDA_COUNT_KEYS = ("allocation.all.allocated", "allocated.all.allocated")
+"""``torch.cuda.memory_stats`` keys: bytes allocated and allocation requests over the process's life (the count's
+key is ``allocation.*`` in torch's allocator, ``allocated.*`` in its docstring; whichever the stats have)."""
+
+
+def allocator_count_from_stats(before: Mapping[str, Any], after: Mapping[str, Any], live_before: int,
+                               max_allocated: int) -> tuple[AllocatorCount, str] | None:
+    """One call's figures from ``memory_stats()`` before and after it, ``memory_allocated()`` before it and
+    ``max_memory_allocated()`` after it (peak stats reset before the call); None if the stats lack the keys."""
+    count_key = next((k for k in CUDA_COUNT_KEYS if k in before and k in after), None)
+    if count_key is None or CUDA_BYTES_KEY not in before or CUDA_BYTES_KEY not in after:
+        return None
+    count = AllocatorCount(peak_bytes=max(0, max_allocated - live_before),
+                           allocated_bytes=int(after[CUDA_BYTES_KEY]) - int(before[CUDA_BYTES_KEY]),
+                           allocation_count=int(after[count_key]) - int(before[count_key]))
+    source = (f"CUDA caching allocator over one call after warm-up: torch.cuda.max_memory_allocated() after "
+              f"reset_peak_memory_stats() less memory_allocated() before; memory_stats() '{CUDA_BYTES_KEY}' and "
+              f"'{count_key}' differences (sizes as the allocator rounds them)")
+    return count, source

@@ -54,7 +54,12 @@ def _v3_to_v4(data: RawRun, source: Path | str) -> RawRun:
     return {**data, "schema_version": 4}
 
 
-STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(data: RawRun, source: Path | str) -> RawRun:
+    """Schema 5 only adds the optional ``variants[].memory``: older runs measured none, so nothing moves."""
+    return {**data, "schema_version": 5}
+
+
+STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def upgrade(data: RawRun, source: Path | str) -> RawRun:

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 
 from reportgen.model.breakdown import TraceBreakdown
+from reportgen.model.memory import VariantMemory
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of ``run.json``. Bump on any incompatible change and add the step to ``reportgen.model.migrations``:
 the loader upgrades older bundles in memory and refuses newer ones. 2: device-specific environment
 fields moved into ``Environment.device_extras``. 3: shape sweeps (``Run.sweep``) and the ceilings they
 need (``DevicePeak.bandwidth_curve``, ``cache_levels``, ``flops_source``); a reader of version 2 would
-silently drop them, so it must refuse these bundles."""
+silently drop them, so it must refuse these bundles. 5: memory per call (``VariantResult.memory``)."""
 
 
 class DeviceKind(str, Enum):
@@ -174,6 +175,7 @@ class VariantResult:
     compile_info: CompileInfo | None = None  # compiled variants only
     device_evidence: DeviceEvidence | None = None  # the device's own profile (neuron-explorer), where there is one
     breakdown: TraceBreakdown | None = None  # kernels, steps, idle of its trace (an import; a profile with a device lane)
+    memory: VariantMemory | None = None  # one call's memory, measured outside the timed samples (schema 5)
 
 
 @dataclass(frozen=True)
@@ -311,6 +313,8 @@ class SweepSample:
     calls_per_sample: int = 1
     correctness_passed: bool | None = None
     error: str | None = None
+    memory: VariantMemory | None = None
+    """One call's memory at this shape (figures only: no ops, no timeline); schema 5."""
 
 
 @dataclass(frozen=True)

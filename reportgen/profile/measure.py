@@ -21,6 +21,7 @@ from reportgen.model.evidence import compile_info_since, dynamo_snapshot, eager_
 from reportgen.model.run import Correctness, VariantResult, VariantStatus
 from reportgen.profile.capture import ProfileSchedule, capture_profile
 from reportgen.profile.correctness import check_correctness, describe_correctness, first_bad_leaf
+from reportgen.profile.memory import measure_memory_or_reason
 from reportgen.profile.timing import (
     CallArgs,
     Timed,
@@ -220,6 +221,8 @@ def _finish(ctx: MeasureContext, p: _Prepared) -> VariantOutcome:
     ctx.progress(f"{p.variant.name}: profiling ({settings.profile_active} active steps)")
     with torch.no_grad():
         capture = capture_profile(backend, p.fn, p.args, settings.schedule, p.work_dir)
+    ctx.progress(f"{p.variant.name}: memory of one call")
+    memory = measure_memory_or_reason(backend, p.fn, p.args)
     evidence = backend.variant_evidence(p.work_dir, settings.profile_active, capture.device_events_per_step)
     compile_info = (compile_info_since(p.dynamo_before, p.dynamo_after, evidence)
                     if p.dynamo_before is not None else eager_compile_info(evidence))
@@ -244,6 +247,7 @@ def _finish(ctx: MeasureContext, p: _Prepared) -> VariantOutcome:
         compile_info=compile_info,
         device_evidence=evidence.device,
         breakdown=capture.breakdown,
+        memory=memory,
     )
     return VariantOutcome(result, capture.trace, [*capture.artifacts, *evidence.files])
 

@@ -19,9 +19,11 @@ from typing import Any
 
 from reportgen.devices.backend import Backend
 from reportgen.errors import DeviceUnavailable
+from reportgen.model.memory import VariantMemory
 from reportgen.model.run import SweepPoint, SweepSample, VariantStatus
 from reportgen.profile.correctness import check_correctness
 from reportgen.profile.measure import Progress, VariantInputs, one_line
+from reportgen.profile.memory import measure_memory
 from reportgen.profile.timing import CallArgs, Timed, calls_per_sample, clone_args, interleaved_samples, timed_call, warm_up
 from reportgen.scenario.loader import Scenario, Variant, call_scenario
 
@@ -101,7 +103,8 @@ def measure_point(backend: Backend, plan: SweepPlan, shape: tuple[int, ...], pro
     for name, samples in times.items():
         calls, passed = ready[name].timed.calls, ready[name].passed
         results[name] = SweepSample(name, VariantStatus.OK if passed else VariantStatus.INCORRECT,
-                                    tuple(samples), calls, passed, None if passed else "wrong result at this shape")
+                                    tuple(samples), calls, passed, None if passed else "wrong result at this shape",
+                                    _memory_at_shape(backend, ready[name].timed))
     del args, reference, inputs
     ordered = tuple(results[v.name] for v, _ in plan.variants)
     return dataclasses.replace(point, samples=ordered, rounds=plan.rounds if ready else 0,
@@ -138,3 +141,14 @@ def _prepare(backend: Backend, variant: Variant, fn: Callable[..., Any], inputs:
 
 def _shape_text(shape: tuple[int, ...]) -> str:
     return ",".join(str(d) for d in shape)
+
+
+def _memory_at_shape(backend: Backend, timed: Timed) -> VariantMemory | None:
+    """One call's memory after the timing at this shape (figures only); None when measuring it failed."""
+    try:
+        memory = measure_memory(backend, timed.fn, timed.args)
+    except DeviceUnavailable:
+        raise
+    except Exception:  # out of memory under the profiler at a large shape: the timing stands without it
+        return None
+    return dataclasses.replace(memory, ops=(), timeline=())

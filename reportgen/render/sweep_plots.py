@@ -113,3 +113,25 @@ def roofline_chart(view: SweepView, path: Path, title: str) -> None:
         labels = [f"{r.label} roof {r.bandwidth_bytes_per_s / 1e9:.3g} GB/s" for r in view.memory_roofs]
         _legend_right(fig, ax, [*labels, "compute roof 000 GFLOP/s", *view.variants])
         save_png(fig, path)
+
+
+def memory_chart(view: SweepView, path: Path, title: str) -> None:
+    """Peak memory per call against bytes moved per call (log-log), one line per variant, the cache sizes marked:
+    where a variant's intermediates stop fitting in a cache level."""
+    with styled_figure(SWEEP_WIDTH_IN, SWEEP_HEIGHT_IN) as fig:
+        ax = fig.subplots(1, 1)
+        rows = [r for r in view.rows if r.bytes_per_call > 0]
+        for i, name in enumerate(view.variants):
+            pts = [(r.bytes_per_call, c.peak_bytes) for r in rows
+                   if (c := r.cell(name)) is not None and c.peak_bytes]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4, lw=1.4, color=colour_for(i),
+                        label=clip_label(name))
+        for level in view.cache_levels:
+            ax.axhline(level.size_bytes, color="#bbbbbb", lw=0.8)
+            ax.annotate(f"{level.name} size", (0.0, level.size_bytes), xycoords=("axes fraction", "data"),
+                        xytext=(2, 2), textcoords="offset points", fontsize=7, color="#777777")
+        _log_axes(ax, "bytes moved per call (minimum traffic, log)", "peak memory above inputs, B (log)")
+        ax.set_title(svg_text(title), fontsize=10, loc="left")
+        _legend_right(fig, ax, view.variants)
+        save_png(fig, path)

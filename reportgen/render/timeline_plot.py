@@ -102,7 +102,7 @@ def _timeline_figure() -> _TimelineFigure:
 
 TIMELINE_ROW_IN = 0.32
 ROW_LABEL_PT = 8.0
-MAX_ROW_LABEL_CHARS = 36
+MAX_ROW_LABEL_CHARS = 42
 """Row labels (lane · thread or stream) longer than this are shortened; the left margin grows to fit the rest."""
 MAX_LEFT_IN = 2.8
 

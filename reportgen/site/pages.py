@@ -7,7 +7,7 @@ import multiprocessing
 import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,7 +15,13 @@ from reportgen import __version__
 from reportgen.analysis.change_points import series_steps
 from reportgen.analysis.history import RunDigest, digest, history
 from reportgen.analysis.run_view import RunView, run_view
-from reportgen.analysis.timeline import TimelineLayout, iteration_window, representative_step, timeline_layout
+from reportgen.analysis.timeline import (
+    TimelineLayout,
+    TrackNames,
+    iteration_window,
+    representative_step,
+    timeline_layout,
+)
 from reportgen.errors import BundleError, TraceError, UsageError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html, render_md
@@ -148,12 +154,16 @@ class RunImages:
     timeline_notes: dict[str, str]
     scaling: str | None = None
     roofline: str | None = None
+    memory_timelines: dict[str, str] = field(default_factory=dict)
+    """Each variant's memory timeline of one call (those with memory figures and a timeline)."""
+    sweep_memory: str | None = None
 
 
 def _run_images(view: RunView, bundle: Path, dest: Path) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
     from reportgen.render.bars import bar_chart
-    from reportgen.render.sweep_plots import roofline_chart, scaling_chart
+    from reportgen.render.memory_plot import memory_timeline_chart
+    from reportgen.render.sweep_plots import memory_chart, roofline_chart, scaling_chart
     from reportgen.render.timeline_plot import timeline_chart
 
     bars = None
@@ -171,13 +181,21 @@ def _run_images(view: RunView, bundle: Path, dest: Path) -> RunImages:
         timeline_chart(layout, dest / name, f"{v.name}: {layout.step_name or 'trace'} "
                        f"({layout.event_count} events, {layout.window_us:,.1f} µs)")
         timelines[v.name] = name
-    scaling = roofline = None
+    scaling = roofline = sweep_memory = None
     if view.sweep is not None and any(c.timing for r in view.sweep.rows for c in r.cells):
         scaling, roofline = "sweep-scaling.png", "sweep-roofline.png"
         name = view.run.scenario.name
         scaling_chart(view.sweep, dest / scaling, f"{name}: achieved bandwidth across shapes")
         roofline_chart(view.sweep, dest / roofline, f"{name}: roofline ({view.run.scenario.parameters.get('dtype', '')})")
-    return RunImages(bars, timelines, notes, scaling, roofline)
+        if any(c.peak_bytes for r in view.sweep.rows for c in r.cells):
+            sweep_memory = "sweep-memory.png"
+            memory_chart(view.sweep, dest / sweep_memory, f"{name}: peak memory per call across shapes")
+    memory: dict[str, str] = {}
+    for i, v in enumerate(view.variants):
+        if v.memory is not None and v.memory.timeline:
+            memory[v.name] = f"memory-{safe_component(v.name, 60)}.png"
+            memory_timeline_chart(v.memory, dest / memory[v.name], f"{v.name}: live memory over one call", i)
+    return RunImages(bars, timelines, notes, scaling, roofline, memory, sweep_memory)
 
 
 def _timeline_for(trace_file: Path) -> TimelineLayout:
@@ -196,7 +214,7 @@ def _timeline_for(trace_file: Path) -> TimelineLayout:
     else:
         start, end, label = 0.0, 1.0, ""
     events = trace_reader.events_in_window(tr, start, end)
-    return timeline_layout(events, start, end, label)
+    return timeline_layout(events, start, end, label, TrackNames(tr.thread_names, tr.process_names))
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,10 @@ class Trace:
     cuda_runtime_version: int | None = None
     input_shapes: dict[str, str] = field(default_factory=dict)
     """Host op name -> its calls' distinct ``args["Input Dims"]`` (at most MAX_SHAPES_PER_OP, '; '-joined)."""
+    thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(pid, tid) -> Kineto's ``thread_name`` metadata (``python3``, ``stream 7``): the timeline's row labels."""
+    process_names: dict[str, str] = field(default_factory=dict)
+    """pid -> Kineto's ``process_name`` metadata (``python3``, ``GPU 0``)."""
 
 
 def lane_of(category: str) -> Lane:

@@ -36,6 +36,9 @@ each: 1.5 GB at this limit, measured in benchmarks/README.md); a 2.5 MB gzip can
 the 2 GiB byte limit hold about 11 million; raise the limit with ``MAX_EVENTS_ENV`` for such a trace."""
 MAX_EVENTS_ENV = "REPORTGEN_MAX_TRACE_EVENTS"
 
+MAX_NAMED_TRACKS = 10_000
+"""Most ``thread_name`` / ``process_name`` metadata events kept (a trace has one per thread and process)."""
+MAX_TRACK_NAME_CHARS = 60
 
 class EventBuilder:
     """Turns decoded event dicts into compact TraceEvents, validating as it goes."""
@@ -51,6 +54,8 @@ class EventBuilder:
         self.flows: list[tuple[Any, Any, Any, Any, Any]] = []
         self.runtime_names: set[str] = set()
         self.shapes: dict[str, list[Any]] = {}
+        self.thread_names: dict[tuple[str, str], str] = {}
+        self.process_names: dict[str, str] = {}
 
     def fail(self, obj: Any, problem: str) -> TraceError:
         name = obj.get("name") if isinstance(obj, dict) else None
@@ -95,6 +100,8 @@ class EventBuilder:
             self.add_begin_end(obj, ph)
         elif ph in _FLOW_PHASES:
             self.add_flow(obj)
+        elif ph == "M":
+            self.add_metadata(obj)
         elif ph is None:
             raise self.fail(obj, "field 'ph' is missing; every Chrome trace event has a phase")
 
@@ -172,6 +179,23 @@ class EventBuilder:
             args = {**end_args, **args} if type(args) is dict else end_args
         self.emit(begin, args, start, ts - start)
 
+    def add_metadata(self, obj: dict[str, Any]) -> None:
+        """Kineto's ``thread_name`` / ``process_name`` metadata (``args.name``): the timeline's row labels."""
+        get = obj.get
+        args = get("args")
+        kind = get("name")
+        if type(args) is not dict or kind not in ("thread_name", "process_name") or \
+                len(self.thread_names) + len(self.process_names) >= MAX_NAMED_TRACKS:
+            return
+        label = self.text(args.get("name", ""))[:MAX_TRACK_NAME_CHARS]
+        if not label:
+            return
+        pid = self.text(get("pid", ""))
+        if kind == "thread_name":
+            self.thread_names[(pid, self.text(get("tid", "")))] = label
+        else:
+            self.process_names[pid] = label
+
     def add_flow(self, obj: dict[str, Any]) -> None:
         """Keep a flow's raw fields; they are matched to events only if some launch lacks a correlation id."""
         get = obj.get
@@ -202,6 +226,8 @@ class EventBuilder:
             world_size=_opt(dist.get("world_size"), int),
             cuda_runtime_version=_opt(top.get("cuda_runtime_version"), int),
             input_shapes={name: _shapes_text(seen) for name, seen in self.shapes.items()},
+            thread_names=self.thread_names,
+            process_names=self.process_names,
         )
 
     def bind_flows(self, events: list[TraceEvent]) -> list[TraceEvent]:

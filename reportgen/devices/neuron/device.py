@@ -50,6 +50,11 @@ TRACE_NAMES = ("trace.json", "neuron_framework_trace_rank_*.json")
 names (``neuron_framework_trace_rank_<N>.json``, to be put in the ``<instance-id>_pid_<pid>/`` folder)."""
 
 
+NEURON_MEMORY_UNAVAILABLE = (
+    "unavailable on neuron: the profiler's memory events do not cover NeuronCore memory, and torch-neuronx's own "
+    "memory statistics (its memory-profiling guide; read after torch.neuron.synchronize()) are not read by reportgen yet")
+
+
 class NeuronBackend(Backend):
     """Runs on NeuronCore 0 of a Trainium chip."""
 
@@ -88,6 +93,11 @@ class NeuronBackend(Backend):
         from torch.profiler import ProfilerActivity
 
         return [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+
+    memory_device_type = None
+
+    def memory_unavailable(self) -> str | None:
+        return NEURON_MEMORY_UNAVAILABLE
 
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         import torch

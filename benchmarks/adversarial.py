@@ -215,6 +215,12 @@ def sub(value: Arg, ctx: Ctx) -> Arg:
     return value
 
 
+def remove_tree(path: Path) -> None:
+    """``rm -rf``: it removes a tree thousands of folders deep (a case's own output) where shutil.rmtree's
+    recursion stops at Python's limit."""
+    subprocess.run(["rm", "-rf", "--", str(path)], check=False)
+
+
 def tree_hash(path: Path) -> str:
     """Names, kinds and contents of everything under ``path`` (links not followed, FIFOs never opened)."""
     h = hashlib.sha256()
@@ -1136,11 +1142,15 @@ def main() -> int:
     ap.add_argument("--no-kills", action="store_true")
     ap.add_argument("--merge", type=Path, nargs="+", help="write --out from these parts (results files or logs)")
     ap.add_argument("--part-note", action="append", default=[], help="a note per --merge part, in order")
+    ap.add_argument("--rerun", type=Path, nargs="*", default=None,
+                    help="with --merge: results files of cases run again after fixes (counted beside, not instead)")
     args = ap.parse_args()
     if args.merge:
-        merge(args.merge, args.out, args.part_note)
+        merge(args.merge, args.out, args.part_note, args.rerun)
         return 0
     random.seed(0)
+    args.commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,  # the wheel's
+                                 text=True).stdout.strip()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped pass still removes its folder
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="rg-adversarial-"))
@@ -1186,7 +1196,7 @@ def main() -> int:
                 f" | {res['stderr_tail'][-200:]!r}"
             print(f"{n:4d} {res['verdict']:28s} {','.join(res['flags']):20s} rc={res['rc']} {res['seconds']:6.1f}s "
                   f"{case.id}{shown}", flush=True)
-            shutil.rmtree(w, ignore_errors=True)
+            remove_tree(w)
         kills = [] if args.no_kills else [k for k in kill_cases() if args.only in k.id]
         kill_results = []
         for n, k in enumerate(kills):
@@ -1196,14 +1206,14 @@ def main() -> int:
             kill_results.append(res)
             print(f"K{n:3d} {res['verdict']:12s} fired={res['fired']} rc={res['rc']} {k.id} ({k.trigger}) "
                   f"{res['problems']}", flush=True)
-            shutil.rmtree(w, ignore_errors=True)
+            remove_tree(w)
         report(args, note, results, kill_results, time.monotonic() - started)
     finally:
         servers.close()
         if args.keep:
             print(f"kept {root}")
         else:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
     return 0
 
 
@@ -1245,10 +1255,8 @@ def document(results: list[dict[str, Any]], kills: list[dict[str, Any]], parts: 
 
 def report(args: argparse.Namespace, note: str, results: list[dict[str, Any]], kills: list[dict[str, Any]],
            seconds: float) -> None:
-    part = {"command": "/work/main/.venv/bin/python benchmarks/adversarial.py" + " ".join(sys.argv[1:]),
-            "install": note, "seconds": round(seconds, 1),
-            "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                                     text=True).stdout.strip()}
+    part = {"command": " ".join(["/work/main/.venv/bin/python benchmarks/adversarial.py", *sys.argv[1:]]),
+            "install": note, "seconds": round(seconds, 1), "commit": args.commit}
     doc = document(results, kills, [part])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1, ensure_ascii=True) + "\n")
@@ -1259,7 +1267,7 @@ def report(args: argparse.Namespace, note: str, results: list[dict[str, Any]], k
 LOG_LINE = re.compile(r"^\s*(\d+) (\S+) +(?:(\S+) +)?rc=(\S+) +([\d.]+)s (\S+)(?: \| (.*))?$")
 
 
-def merge(paths: list[Path], out: Path, part_notes: list[str]) -> None:
+def merge(paths: list[Path], out: Path, part_notes: list[str], reruns: list[Path] | None = None) -> None:
     """One results file from parts run apart (e.g. the cases and the kills at once, on a deadline): each part is
     a results file of this script, or its printed log (a case's argv and env then come from its definition)."""
     defs = {c.id: c for c in [*name_cases(), *number_cases(), *path_cases(), *init_publish_cases(), *config_cases(),
@@ -1292,6 +1300,18 @@ def merge(paths: list[Path], out: Path, part_notes: list[str]) -> None:
             results.append(r)
         parts.append({"log": path.name, "note": note})
     doc = document(results, kills, parts)
+    if reruns:  # the same cases run again after fixes: the counts as first run are kept, these beside them
+        again: dict[str, dict[str, Any]] = {}
+        for path in reruns:
+            rdoc = json.loads(path.read_text())
+            detail = {r["id"]: r for r in rdoc["not_clean"]}
+            for cid, verdict, flags, rc, secs in rdoc["all_cases"]:
+                again[cid] = detail.get(cid) or {"id": cid, "group": defs[cid].group, "verdict": verdict,
+                                                 "flags": [f for f in flags.split(",") if f], "rc": rc, "seconds": secs}
+            doc["parts"] += [{**p, "note": "rerun after the fixes"} for p in rdoc["parts"]]
+        fixed = [again.get(r["id"], r) for r in results]
+        doc["after_fixes"] = {"rerun_cases": sorted(again), "counts": summarise(fixed, kills),
+                              "rerun_results": [again[c] for c in sorted(again)]}
     out.write_text(json.dumps(doc, indent=1, ensure_ascii=True) + "\n")
     print(json.dumps(doc["counts"], indent=1))
 

@@ -75,7 +75,7 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     params = scenario.resolve_params(param_values or {}, config.params, flag="--param")
     scenario = _with_baseline(scenario, config)
     shape = parse_shape(args.shape) if args.shape is not None else scenario.default_shape
-    dtype = parse_dtype(args.dtype) if args.dtype else scenario.default_dtype
+    dtype = parse_dtype(args.dtype) if args.dtype is not None else scenario.default_dtype  # '' is refused
     if dtype not in scenario.tolerances:
         raise ScenarioError(f"--dtype {dtype}: scenario {scenario.name!r} declares no tolerance for it; "
                             f"use one of {', '.join(sorted(scenario.tolerances))} or add it to the scenario")
@@ -111,7 +111,7 @@ def _with_baseline(scenario: Scenario, config: Config) -> Scenario:
 def _chosen_variants(flag: str | None, scenario: Scenario) -> tuple[str, ...]:
     """``--variants`` (comma-separated), each one the scenario's; else every variant."""
     names = scenario.variant_names()
-    chosen = tuple(x.strip() for x in flag.split(",")) if flag is not None else tuple(names)
+    chosen = tuple(x.strip(" ") for x in flag.split(",")) if flag is not None else tuple(names)  # a newline stays
     twice = next((x for i, x in enumerate(chosen) if x in chosen[:i]), None)
     if twice is not None:
         raise UsageError(f"--variants {(flag or '')[:80]!r}: {twice[:60]!r} is named twice; name each variant once")

@@ -109,6 +109,7 @@ _OS_REASONS: dict[int, str] = {  # what to do, after the system's own words
     errno.EPERM: "check its permissions or choose another path",
     errno.EMFILE: "raise the limit of open files (ulimit -n) and run it again",
     errno.EXDEV: "keep the store, the site and their temporary folders on one file system",
+    errno.EPIPE: "the program reading reportgen's output (e.g. `| head`) stopped reading; the output is incomplete",
 }
 SHOWN_PATH_CHARS = 200
 """A path echoed in a message is cut to this many characters (a 4,000-character name is not printed whole)."""
@@ -120,7 +121,8 @@ def from_os_error(exc: OSError) -> FileSystemError | None:
     if reason is None:
         return None
     names = [n for n in (exc.filename, exc.filename2) if n is not None]
-    shown = " -> ".join(_shown_path(n) for n in names) or "(a file reportgen uses)"
+    shown = " -> ".join(_shown_path(n) for n in names) or (
+        "standard output" if exc.errno == errno.EPIPE else "(a file reportgen uses)")
     return FileSystemError(f"{shown}: {exc.strerror or os.strerror(exc.errno or 0)}; {reason}")
 
 

@@ -309,6 +309,28 @@ def test_action_inputs_are_single_words_never_globbed_or_options(tmp_path: Path)
                                         "--scenario=bench/*.py"]
 
 
+@pytest.mark.parametrize(("event", "missing"), [(None, "pull_request.base.sha (FileNotFoundError)"),
+                                                ("[]", "pull_request.base.sha (TypeError)"),
+                                                ('{"pull_request": {}}', "pull_request.base.sha (KeyError)"),
+                                                ("{not json", "pull_request.base.sha (JSONDecodeError)"),
+                                                ('{"pull_request": {"base": {"sha": "%s"}}}' % ("0" * 40),
+                                                 "pull_request.number (KeyError)")])
+def test_action_pull_request_event_that_is_not_one_is_one_line(tmp_path: Path, event: str | None,
+                                                                missing: str) -> None:
+    """An event file that is missing, not JSON, or without the fields the mode reads: one line naming the file
+    and the field, exit 2, never a Python traceback; the remote and the checkout unchanged."""
+    remote, work = user_repo(tmp_path)
+    path = tmp_path / "event.json"
+    if event is not None:
+        path.write_text(event)
+    before = (tree_hash(remote), tree_hash(work))
+    proc = run_action("pull-request", action_env(tmp_path, work, GITHUB_EVENT_PATH=str(path)), work)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+    assert proc.stderr == (f"reportgen-action: {path}: no {missing}; run this mode on pull_request events\n")
+    assert (tree_hash(remote), tree_hash(work)) == before
+
+
 HOSTILE_SCENARIO_NAMES = ["-[click](https:evil.example)", "-@octocat", "![x](x.png)", "<img src=x>", "x" * 252]
 
 

@@ -33,6 +33,8 @@ PROFILE_CASES = {
                                    "--sweep '4,64\\n8,64': has the control character '\\n'; separate shapes with ';'"),
     "a sweep shape given eight times": (("--sweep", ";".join(["4,64"] * 8)),
                                         "--sweep: shape 4,64 is given more than once; give each shape once"),
+    "an empty dtype": (("--dtype", ""), "--dtype '': choose one of float32, bfloat16, float16"),
+    "a variant with a trailing newline": (("--variants", "naive\n"), "--variants 'naive\\n': unknown ['naive\\n']"),
     "a shape of 40 dimensions": (("--shape", ",".join(["2"] * 40)),
                                  f"--shape '2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,...': more than {MAX_DIMS} dimensions; "
                                  f"give at most {MAX_DIMS}"),

@@ -177,3 +177,54 @@ def test_comment_bad_token_or_pr_is_one_line_without_the_token(tmp_path: Path, s
     assert proc.returncode in (2, 3)
     line = one_line(proc)
     assert expected in line and token.strip() not in line and api.seen == []
+
+
+def test_comment_answer_trickling_for_ever_is_cut_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An API that sends its answer a byte at a time, never finishing (each single read returns in time, so the
+    socket's timeout never fires): refused when the whole answer is not in by the deadline, not waited on."""
+    from reportgen.ci import github as github_module
+    from reportgen.ci.comment import GitHub, post_or_update
+    from reportgen.errors import ApiError
+
+    stop = threading.Event()
+
+    class Trickle(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", str(10**9))
+            self.end_headers()
+            self.wfile.write(b"[")
+            while not stop.wait(0.02):  # the hostile server's pace, not a synchronisation
+                self.wfile.write(b" ")
+                self.wfile.flush()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setattr(github_module, "ANSWER_SECONDS", 1.0)
+    try:
+        gh = GitHub(f"http://127.0.0.1:{httpd.server_address[1]}", "o/r", TOKEN)
+        with pytest.raises(ApiError, match=r"GitHub API: an answer was still arriving after 1 s; check GITHUB_API_URL"):
+            post_or_update(gh, 7, "body")
+    finally:
+        stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_comment_body_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path, serve: Callable[..., Server]) -> None:
+    """`--body` naming a FIFO (nothing ever writes to it): one line naming it, exit 3, no request sent."""
+    api = serve(github)
+    fifo = tmp_path / "body.fifo"
+    os.mkfifo(fifo)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env.update({"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": "o/r", "GITHUB_API_URL": api.url, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run([sys.executable, "-m", "reportgen.ci.comment", "--pr", "7", "--body", str(fifo)],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 3
+    line = one_line(proc)
+    assert f"{fifo}: is a FIFO, not a regular file; the comment body must be a UTF-8 file" in line
+    assert api.seen == []

@@ -189,3 +189,22 @@ def test_ctrl_c_in_build_is_one_line_and_exit_130_wherever_it_lands(module: str,
     assert err == "reportgen: interrupted; stored runs and the site are unchanged\n"
     assert not site.exists()
 
+
+
+def test_output_pipe_closed_by_the_reader_is_one_line_not_an_internal_error(tmp_path: Path) -> None:
+    """`reportgen runs | head -0`: the reader has gone before the first line is written (the pipe's read end is
+    closed before reportgen starts). One line naming standard output, exit 3, never exit 70; the store unchanged."""
+    store = _store(tmp_path)
+    before = snapshot(store)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "reportgen", "runs", "--store", str(store)], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("reportgen: error: standard output: Broken pipe; the program reading reportgen's "
+                                  "output (e.g. `| head`) stopped reading")
+    assert snapshot(store) == before

@@ -110,6 +110,29 @@ def test_compare_output_outside_is_still_written(world: tuple[Path, Path], tmp_p
     assert (tmp_path / "comment.md").read_text().startswith("<!-- reportgen-compare -->")
 
 
+def test_output_path_a_thousand_folders_deep_is_written_not_an_internal_error(tmp_path: Path) -> None:
+    """`--output d/d/.../x` (2,000 levels, under PATH_MAX): its folders are made one level at a time, not by a
+    recursion per level (that was RecursionError, exit 70); the store is unchanged."""
+    store = tmp_path / "results"
+    write_synthetic(store, synthetic_run(run_id=RUN_A))
+    write_synthetic(store, synthetic_run(run_id=RUN_B, created_utc="2026-12-01T00:00:00Z"))
+    before = snapshot(store, listing=False)
+    deep = "d/" * 2000 + "comment.md"
+    try:
+        proc = _cli("compare", RUN_A, RUN_B, "--store", str(store), "--output", deep, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-500:]
+        assert (tmp_path / deep).read_text().startswith("<!-- reportgen-compare -->")
+        assert snapshot(store, listing=False) == before
+    finally:  # bottom up, in a loop: pytest's recursive clean-up would hit the same recursion limit
+        level = tmp_path / deep
+        level.unlink(missing_ok=True)
+        for level in (tmp_path / deep).parents:
+            if level == tmp_path:
+                break
+            if level.exists():
+                level.rmdir()
+
+
 def test_ab_and_doctor_outputs_never_land_in_the_store_or_a_site(world: tuple[Path, Path], tmp_path: Path) -> None:
     store, site = world
     (tmp_path / "base").mkdir()

@@ -105,12 +105,28 @@ pr_scenarios() {
   fi
 }
 
+# event_field FILE KEY...: one field of the event file; a missing file or field, or a file that is not JSON, is
+# one line and exit 2 (never a Python traceback).
+event_field() {
+  python -c 'import json, sys
+try:
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        value = json.load(fh)
+    for key in sys.argv[2:]:
+        value = value[key]
+except (OSError, ValueError, LookupError, TypeError) as exc:
+    print(f"reportgen-action: {sys.argv[1][-200:]}: no {chr(46).join(sys.argv[2:])} ({type(exc).__name__}); "
+          "run this mode on pull_request events", file=sys.stderr)
+    sys.exit(2)
+print(value)' "$@"
+}
+
 pull_request() {
   local event="${GITHUB_EVENT_PATH:?GITHUB_EVENT_PATH is not set}"
   local base_sha pr base="$tmp/reportgen-base" store="$tmp/reportgen-pr-results"
   local comment="$tmp/reportgen-comment.md" gate=0 names scenarios=() extra=()
-  base_sha="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["base"]["sha"])' "$event")"
-  pr="$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["number"])' "$event")"
+  base_sha="$(event_field "$event" pull_request base sha)"
+  pr="$(event_field "$event" pull_request number)"
   [[ "$base_sha" =~ ^[0-9a-f]{40}([0-9a-f]{24})?$ ]] || refuse "$event: pull_request.base.sha is not a commit id"
   [[ "$pr" =~ ^[1-9][0-9]{0,9}$ ]] || refuse "$event: pull_request.number is not a pull-request number"
   git -C "$workspace" cat-file -e "$base_sha^{commit}" 2>/dev/null || \

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from reportgen.ci.github import GitHub, comment_id, expect_list, expect_object_with_id
 from reportgen.compare.report import MARKER
 from reportgen.errors import ExitCode, ReportgenError
+from reportgen.store.files import NotRegularFile, read_regular
 from reportgen.text.terminal import terminal_safe
 
 __all__ = ["GitHub", "find_own_comment", "main", "post_or_update"]
@@ -61,7 +62,9 @@ def post_or_update(gh: GitHub, pr: int, body: str) -> str:
 
 def _read_body(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path).decode("utf-8")  # a FIFO or device is refused, never waited on
+    except NotRegularFile as exc:
+        raise ReportgenError(f"{terminal_safe(str(exc))}; the comment body must be a UTF-8 file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportgenError(f"{path}: the comment body cannot be read ({type(exc).__name__}); "
                              "it must be a UTF-8 file") from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,6 +31,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+ANSWER_SECONDS = 60.0  # one whole answer, however slowly it trickles in (the socket's timeout is per read)
+READ_CHUNK = 64 * 1024
 QUOTE_CHARS = 80
 _REPOSITORY_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -177,12 +180,13 @@ class GitHub:
         req = urllib.request.Request(url, data=data, method=method, headers={
             "Authorization": f"Bearer {self.token}", "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json"})
+        deadline = time.monotonic() + ANSWER_SECONDS
         try:
             with self._opener.open(req, timeout=30) as resp:
-                return resp.status, resp.headers.get("Location"), _read(resp)
+                return resp.status, resp.headers.get("Location"), _read(resp, deadline)
         except urllib.error.HTTPError as exc:
             try:
-                return exc.code, exc.headers.get("Location"), (_read(exc) if exc.fp is not None else b"")
+                return exc.code, exc.headers.get("Location"), (_read(exc, deadline) if exc.fp is not None else b"")
             finally:
                 exc.close()
         except http.client.HTTPException as exc:  # not HTTP at all, or cut short
@@ -190,12 +194,22 @@ class GitHub:
                            f"({type(exc).__name__}); check GITHUB_API_URL") from None
 
 
-def _read(stream: Any) -> bytes:
-    raw: bytes = stream.read(MAX_ANSWER_BYTES + 1)
-    if len(raw) > MAX_ANSWER_BYTES:
-        raise ApiError(f"GitHub API: an answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB; "
-                       "check GITHUB_API_URL")
-    return raw
+def _read(stream: Any, deadline: float) -> bytes:
+    """The answer's body, read in pieces as they arrive: refused when larger than MAX_ANSWER_BYTES or still
+    arriving at ``deadline`` (an answer trickling a byte at a time never times out a single read)."""
+    read = getattr(stream, "read1", None) or stream.read
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := read(READ_CHUNK):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise ApiError(f"GitHub API: an answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB; "
+                           "check GITHUB_API_URL")
+        if time.monotonic() > deadline:
+            raise ApiError(f"GitHub API: an answer was still arriving after {ANSWER_SECONDS:g} s; "
+                           "check GITHUB_API_URL")
+    return b"".join(chunks)
 
 
 def _parse(what: str, status: int, raw: bytes) -> Any:

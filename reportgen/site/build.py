@@ -37,6 +37,7 @@ from reportgen.site.pages import (
 )
 from reportgen.site.plan import SitePlan, gather, load_latest
 from reportgen.site.workers import default_jobs, in_background, render_workers
+from reportgen.store.atomic import make_folders
 from reportgen.store.loader import list_run_dirs
 from reportgen.store.outputs import MANIFEST_FILE, NOJEKYLL, SITE_MARKERS
 from reportgen.store.writer import make_temp_dir
@@ -84,7 +85,7 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                         "(the site was not changed)")
     fs.check_build_target(out, store, SITE_MARKERS)
     read_manifest(out)  # refuse a folder that is not a site before the lock file is made
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(out.parent)
     with fs.exclusive_lock(out):
         fs.clear_leftovers(out, Path(MANIFEST_FILE))
         old_entries = read_manifest(out)

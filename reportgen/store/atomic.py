@@ -34,9 +34,20 @@ def write_output(path: Path, text: str, store: Path | None) -> None:
         raise UsageError(f"{path}: cannot be written ({exc.strerror}); use a writable path") from None
 
 
+def make_folders(folder: Path) -> None:
+    """``mkdir -p`` one level at a time, in a loop: pathlib's ``mkdir(parents=True)`` recurses once per missing
+    level, so a path 1,000 folders deep (``--output d/d/.../x``) was a RecursionError (exit 70), not a folder."""
+    missing: list[Path] = []
+    while not folder.is_dir() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for level in reversed(missing):
+        level.mkdir(exist_ok=True)
+
+
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Write ``text`` to a temporary file next to ``path`` and rename it into place (keeping ``mode`` if given)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reportgen.errors import BundleError, ConflictError
 from reportgen.model.run import Run
+from reportgen.store.atomic import make_folders
 from reportgen.store.layout import RUN_FILE, is_safe_relpath, is_valid_run_id, slug
 from reportgen.store.runjson import parse_run_json, run_to_json
 
@@ -73,7 +74,7 @@ def checked_run_json(run: Run, source: Path | str) -> str:
 
 
 def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes], text: str) -> Path:
-    store.mkdir(parents=True, exist_ok=True)
+    make_folders(store)
     final = store / run.run_id
     if final.exists():
         raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten")

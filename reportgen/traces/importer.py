@@ -42,6 +42,7 @@ from reportgen.model.run import (
     VariantResult,
     VariantStatus,
 )
+from reportgen.store.atomic import make_folders
 from reportgen.store.layout import NewRunRequest, artifact_member, format_utc, new_run, trace_member
 from reportgen.store.writer import cannot_write, check_store, make_temp_dir, write_bundle
 from reportgen.text.terminal import terminal_safe
@@ -77,7 +78,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     check_store(store)
     store_existed = store.exists()
     try:
-        store.mkdir(parents=True, exist_ok=True)
+        make_folders(store)
         staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
     except OSError as exc:
         raise cannot_write(exc, store) from None

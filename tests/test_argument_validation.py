@@ -83,3 +83,17 @@ def test_doctor_timeout_must_be_finite_positive_and_at_most_a_week(value: str, t
     shown = f"{float(value):g}"
     assert _one_error(capsys) == f"--timeout-s {shown}: expected seconds above 0 and at most 604800"
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["runs", "--store", ""], ["runs", "--store", "  "], ["rm", "x", "--reason", "r",
+                                                                                        "--store", ""]])
+def test_an_empty_store_is_refused_not_read_as_the_current_folder(argv: list[str], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()
+    before = snapshot(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--store is empty (it would mean the current folder)" in err, err
+    assert snapshot(tmp_path) == before

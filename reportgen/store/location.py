@@ -43,6 +43,8 @@ def store_value(raw: str | Path, where: str) -> Path | str:
     ``where`` names the origin (``--store``, ``$REPORTGEN_STORE``, a config file and key) in a refusal.
     """
     text = str(raw) if not isinstance(raw, Path) else _collapsed_url(raw)
+    if not text.strip():
+        raise UsageError(f"{where} is empty (it would mean the current folder); {_FIX}")
     m = _SCHEME_RE.match(text)
     if not m or len(m.group(1)) < 2:  # a plain path (a one-letter "scheme" is a Windows drive)
         return Path(text) if not isinstance(raw, Path) else raw

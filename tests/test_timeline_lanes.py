@@ -221,3 +221,20 @@ def test_concurrent_all_reduces_of_two_real_threads_get_two_rows() -> None:
     assert len(reduces) == 2 and _overlaps([(0, b.start_us, b.start_us + b.duration_us) for b in reduces])
     assert {b.track for b in reduces} == {"1074/3553", "1074/3554"} and {b.depth for b in reduces} == {0}
     assert_no_bars_overlap(layout)
+
+
+def test_communication_kernels_are_coloured_apart_from_compute_and_the_chart_says_so(tmp_path: Path) -> None:
+    layout = timeline_layout(_compute_and_comm(), 0.0, 500.0, "ProfilerStep#4")
+    drawn, note = timeline_plot.timeline_bars(layout, {key: i for i, key in enumerate(layout.rows)})
+    colours = {b.name: timeline_plot.bar_colour(b) for b in drawn if b.name}
+    comm = {c for name, c in colours.items() if name.startswith("nccl")}
+    assert comm == {timeline_plot.COMMUNICATION_COLOUR}
+    assert colours["sm80_xmma_gemm_0"] == timeline_plot.LANE_COLOURS[Lane.DEVICE]
+    # host-side c10d ops are framework ops, not device kernels: their lane's colour
+    assert colours["c10d::allreduce_"] == timeline_plot.LANE_COLOURS[Lane.FRAMEWORK]
+    assert timeline_plot.COMMUNICATION_NOTE in note
+    compute_only = [e for e in _compute_and_comm() if not e.name.startswith("nccl")]
+    layout = timeline_layout(compute_only, 0.0, 500.0, "ProfilerStep#4")
+    drawn, note = timeline_plot.timeline_bars(layout, {key: i for i, key in enumerate(layout.rows)})
+    assert timeline_plot.COMMUNICATION_NOTE not in note
+    assert timeline_plot.COMMUNICATION_COLOUR not in {timeline_plot.bar_colour(b) for b in drawn}

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 
 from reportgen.analysis.timeline import FOLDED_TRACK, MAX_DEPTH, TimelineLayout
 from reportgen.devices.lanes import Lane
+from reportgen.model.breakdown import COMMUNICATION_RE
 from reportgen.render.drawing import DPI, chart_style, clip_label, nice_ticks, svg_text, text_width_px
 
 LANE_COLOURS = {
@@ -27,6 +28,9 @@ LANE_COLOURS = {
     Lane.DEVICE: "#55A868",
     Lane.OTHER: "#8C8C8C",
 }
+COMMUNICATION_COLOUR = "#C44E52"
+"""Device kernels of a collective communication library (model.breakdown.COMMUNICATION_RE), apart from compute."""
+COMMUNICATION_NOTE = "communication kernels (NCCL, RCCL, MSCCL, c10d, Gloo) in red, compute in green"
 
 
 @dataclass(frozen=True)
@@ -169,9 +173,9 @@ def _draw_bars(ax: Axes, drawn: Sequence[DrawnBar], window_us: float) -> None:
     for bar, (x0, x1) in zip(drawn, drawn_extents(drawn, window_us * 0.0015), strict=True):
         y = bar.row
         boxes.append([(x0, y - 0.4), (x0, y + 0.4), (x1, y + 0.4), (x1, y - 0.4)])
-        colours.append(LANE_COLOURS[bar.lane])
+        colours.append(bar_colour(bar))
         # A white edge separates neighbours, but would wash a bar of a pixel or two out to a pale line.
-        edges.append("white" if x1 - x0 >= 3 * pixel_us else LANE_COLOURS[bar.lane])
+        edges.append("white" if x1 - x0 >= 3 * pixel_us else bar_colour(bar))
         if bar.name is not None and bar.start_us >= label_end.get(y, -1.0):
             if _label_bar(ax, bar.name, bar.start_us, bar.duration_us, y, window_us, TIMELINE_WIDTH_IN):
                 label_end[y] = bar.start_us + bar.duration_us
@@ -195,6 +199,16 @@ class DrawnBar:
     start_us: float
     duration_us: float
     name: str | None
+    communication: bool = False  # a device kernel of a collective communication library
+
+
+def bar_colour(bar: DrawnBar) -> str:
+    """Its lane's colour; communication kernels apart from compute ones."""
+    return COMMUNICATION_COLOUR if bar.communication else LANE_COLOURS[bar.lane]
+
+
+def _is_communication(lane: Lane, name: str) -> bool:
+    return lane is Lane.DEVICE and COMMUNICATION_RE.search(name) is not None
 
 
 RowKey = tuple[Lane, str, int]
@@ -217,9 +231,11 @@ def _bars_and_notes(layout: TimelineLayout, row_of: dict[RowKey, int],
     pixel (less than a pixel apart) become one unlabelled bar; if that still leaves more than
     ``max_bars``, the widest are drawn and the rest left out, and the note says how many.
     """
-    bars = [DrawnBar(row_of[(b.lane, b.track, b.depth)], b.lane, b.start_us, b.duration_us, b.name or None)
-            for b in layout.bars if not b.folded]
+    bars = [DrawnBar(row_of[(b.lane, b.track, b.depth)], b.lane, b.start_us, b.duration_us, b.name or None,
+                     _is_communication(b.lane, b.name)) for b in layout.bars if not b.folded]
     notes = [f"{t.title}: one row, busy when any of them is" for t in layout.tracks if t.key == FOLDED_TRACK]
+    if any(b.communication for b in bars):
+        notes.append(COMMUNICATION_NOTE)
     deep = len(layout.bars) - len(bars)
     if deep:
         notes.append(f"{deep:,} calls nested deeper than {MAX_DEPTH} levels not drawn")
@@ -233,9 +249,11 @@ def _bars_and_notes(layout: TimelineLayout, row_of: dict[RowKey, int],
         if (last is not None and narrow and last.name is None and last.row == bar.row
                 and last.lane == bar.lane and bar.start_us - (last.start_us + last.duration_us) < pixel_us):
             end = max(last.start_us + last.duration_us, bar.start_us + bar.duration_us)
-            merged[-1] = DrawnBar(last.row, last.lane, last.start_us, end - last.start_us, None)
+            merged[-1] = DrawnBar(last.row, last.lane, last.start_us, end - last.start_us, None,
+                                  last.communication and bar.communication)
         else:
-            merged.append(bar if not narrow else DrawnBar(bar.row, bar.lane, bar.start_us, bar.duration_us, None))
+            merged.append(bar if not narrow else DrawnBar(bar.row, bar.lane, bar.start_us, bar.duration_us, None,
+                                                          bar.communication))
     note = f"{len(bars):,} events drawn as {len(merged):,} bars (runs of bars narrower than a pixel merged)"
     if len(merged) > max_bars:
         left_out = len(merged) - max_bars

@@ -345,3 +345,39 @@ def test_build_strict_fails_on_a_warning_and_keeps_the_old_site(world: tuple[Pat
     assert _listing(tmp_path) == {"results", "site", ".site.lock"}  # no temporary folder left, only the lock
     proc = _cli("build", "--runs", str(store), "--out", str(site))  # without --strict: a warning, exit 0
     assert proc.returncode == 0 and f"(run {RUN_B} left out of this build)" in proc.stderr
+
+
+def test_written_files_get_the_mode_a_new_file_gets_not_a_temporary_files(world: tuple[Path, Path],
+                                                                         tmp_path: Path) -> None:
+    """compare --output, withdrawn.json and the other atomic writes: 0666 less the umask (0644 under 022), not the
+    0600 of the temporary file they are renamed from (which a colleague or a web server could not read)."""
+    import stat
+    import subprocess
+    import sys
+
+    store, _site = world
+    script = ("import os, sys; os.umask(0o022); from reportgen.cli import main; sys.exit(main(sys.argv[1:]))")
+    for argv in (["compare", RUN_A, RUN_B, "--store", str(store), "--output", str(tmp_path / "comment.md")],
+                 ["rm", RUN_A, "--reason", "test", "--store", str(store)]):
+        proc = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    for path in (tmp_path / "comment.md", store / "withdrawn.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+
+
+def test_a_folder_that_is_not_a_store_is_one_line_not_an_error_per_subfolder(world: tuple[Path, Path],
+                                                                            tmp_path: Path) -> None:
+    """`runs --store docs/` used to print one 'is not a run bundle' line per subfolder; `build --runs BUNDLE` built an
+    empty site with warnings. Each is one line naming the fix, exit 3, and the site is unchanged."""
+    store, site = world
+    docs = tmp_path / "docs"
+    for name in ("images", "guide", "api"):
+        (docs / name).mkdir(parents=True)
+    proc = _cli("runs", "--store", str(docs))
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "not a results store (none of its 3 folder(s) holds a run.json)" in proc.stderr
+    before = snapshot(site)
+    proc = _cli("build", "--runs", str(store / RUN_A), "--out", str(site))
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"{store / RUN_A}: is a run bundle, not a store; pass the folder that holds it ({store})" in proc.stderr
+    assert snapshot(site) == before

@@ -20,6 +20,7 @@ from reportgen import __version__
 from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
 from reportgen.config import CONFIG_FILE, PYPROJECT, find_config_file
 from reportgen.errors import ConflictError, ExitCode, UsageError, from_os_error
+from reportgen.store.atomic import new_file_mode
 
 ACTION_REPOSITORY = "reportgen/reportgen"
 """Where the reusable action lives; ``--action-ref`` names another copy (a fork, a pinned sha)."""
@@ -80,13 +81,6 @@ def check_free(folder: Path, rels: list[str]) -> None:
         raise ConflictError(f"{found[0]}: already has [tool.reportgen]; reportgen init never overwrites a config")
 
 
-def _file_mode() -> int:
-    """0666 less the process's umask: the mode ``open()`` would give a new file."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def write_new(path: Path, text: str, mode: int) -> None:
     """Write ``path`` (which must not exist) through a temporary file in the same folder, with ``mode``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -130,7 +124,7 @@ def _named(exc: OSError, path: Path) -> OSError:
 def write_all(folder: Path, files: dict[str, str]) -> list[Path]:
     """Write every file of ``files`` under ``folder``, or none: on any failure what was made is removed."""
     made: list[Path] = []
-    mode = _file_mode()
+    mode = new_file_mode()
     path = folder
     try:
         for rel, text in files.items():

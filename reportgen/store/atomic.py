@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import tempfile
@@ -45,15 +46,31 @@ def make_folders(folder: Path) -> None:
         level.mkdir(exist_ok=True)
 
 
+@functools.lru_cache(maxsize=1)
+def new_file_mode() -> int:
+    """0666 less the process's umask: the mode ``open()`` gives a new file (a temporary file gets 0600, which a web
+    server serving the site, or a colleague reading the store, could not read). Read from /proc where it can be
+    (changing the umask to read it is not thread-safe); once per process."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
-    """Write ``text`` to a temporary file next to ``path`` and rename it into place (keeping ``mode`` if given)."""
+    """Write ``text`` to a temporary file next to ``path`` and rename it into place, with ``mode`` if given, else
+    the mode a new file gets (:func:`new_file_mode`)."""
     make_folders(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, new_file_mode() if mode is None else mode)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

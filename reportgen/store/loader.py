@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -85,12 +86,25 @@ def load_store_tolerant(store: Path) -> tuple[list[Run], list[BundleError]]:
     """
     runs: list[Run] = []
     problems: list[BundleError] = []
-    for d in list_run_dirs(store):
+    dirs = list_run_dirs(store)
+    for d in dirs:
         try:
             runs.append(load_run(d))
         except BundleError as exc:
             problems.append(exc)
+    if not runs:
+        check_is_store(store, dirs)
     return sorted(runs, key=lambda r: (r.created_utc, r.run_id)), problems
+
+
+def check_is_store(store: Path, dirs: list[Path]) -> None:
+    """Refuse, in one line, a folder that is a run bundle or holds folders but no bundle at all (``--store docs/``):
+    a wrong path, not a store of broken runs to list one error each."""
+    if os.path.lexists(store / RUN_FILE):
+        raise BundleError(f"{store}: is a run bundle, not a store; pass the folder that holds it ({store.parent})")
+    if dirs and not any(os.path.lexists(d / RUN_FILE) for d in dirs):
+        raise BundleError(f"{store}: not a results store (none of its {len(dirs)} folder(s) holds a {RUN_FILE}); "
+                          "pass the store folder (--store; default ./results)")
 
 
 def resolve_run_dir(store: Path, ref: str, scenario: str | None = None, machine: str | None = None) -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from reportgen.errors import BundleError
 from reportgen.model.codec import from_jsonable, to_jsonable
+from reportgen.store.atomic import new_file_mode
 from reportgen.store.files import NotRegularFile, file_kind, read_regular
 from reportgen.text.documents import Limits, load_json
 
@@ -101,6 +102,7 @@ def write_withdrawn(store: Path, withdrawals: dict[str, Withdrawal]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".withdrawn.", suffix=".tmp", dir=store)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), new_file_mode())  # the mode open() gives, not the temporary file's 0600
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import tempfile
@@ -46,11 +45,10 @@ def make_folders(folder: Path) -> None:
         level.mkdir(exist_ok=True)
 
 
-@functools.lru_cache(maxsize=1)
 def new_file_mode() -> int:
     """0666 less the process's umask: the mode ``open()`` gives a new file (a temporary file gets 0600, which a web
     server serving the site, or a colleague reading the store, could not read). Read from /proc where it can be
-    (changing the umask to read it is not thread-safe); once per process."""
+    (changing the umask to read it is not thread-safe)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):

@@ -20,7 +20,8 @@ WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "r
 ACTION = WORKFLOW.parent.parent.parent / "action.yml"
 ACTION_SCRIPT = WORKFLOW.parent.parent.parent / "reportgen" / "ci" / "action.sh"
 EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
-SAMPLE_VALUES = {"REPORTGEN_DEVICE": "auto", "REPORTGEN_THRESHOLD": "5", "RG_THRESHOLD": "5", "RG_DEVICE": "cpu"}
+SAMPLE_VALUES = {"REPORTGEN_DEVICE": "auto", "REPORTGEN_THRESHOLD": "5", "RG_THRESHOLD": "5", "RG_DEVICE": "cpu",
+                 "fail": "--fail-on-step"}  # report_steps in action.sh
 """Values for the workflow's shell variables whose content the CLI checks; any other becomes X."""
 
 
@@ -113,6 +114,7 @@ def _reportgen_commands(script: str) -> list[list[str]]:
         text = re.sub(r'\$\{(\w+)\[@\]\+"\$\{\1\[@\]\}"\}', "", text)  # ${extra[@]+"${extra[@]}"}: none
         text = re.sub(r"\$\{\w+:\+(.*?)\}", r"\1", text)  # ${VAR:+--opt "$VAR"} -> --opt "$VAR"
         text = re.sub(r"\)\s*(?=\|\||&&|;|$)", " ", text)  # (cd DIR && reportgen ...): the subshell's end
+        text = re.sub(r"\)\"\s*(?=\|\||&&|;|$)", " ", text)  # x="$(cd DIR && reportgen ...)": a substitution's end
         text = re.sub(r"\$\{?(\w+)[^}\s\"]*\}?", lambda v: SAMPLE_VALUES.get(v.group(1), "X"), text)
         argv = shlex.split(text)
         ends = [i for i, tok in enumerate(argv) if tok in ("||", "&&", ";", "|")]
@@ -132,7 +134,7 @@ def test_every_reportgen_command_is_accepted_by_the_cli(wf: dict[Any, Any]) -> N
         for argv in _reportgen_commands(script):
             build_parser().parse_args(argv)  # raises UsageError on an unknown command or option
             seen.append(argv[0])
-    assert sorted(set(seen)) == ["ab", "build", "profile", "scenarios"]
+    assert sorted(set(seen)) == ["ab", "build", "history", "profile", "scenarios"]
 
 
 def test_command_extraction_catches_a_bad_option() -> None:

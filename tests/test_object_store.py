@@ -92,13 +92,13 @@ def test_s3_store_without_the_extra_names_it(tmp_path: Path, monkeypatch: pytest
 def test_file_url_store_is_that_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    store = tmp_path / "shared" / "results"
+    store = tmp_path / "team" / "results"
     write_synthetic(store, synthetic_run())
     assert main(["runs", "--store", f"file://{store}"]) == ExitCode.OK
     assert synthetic_run().run_id in capsys.readouterr().out
-    assert main(["runs", "--store", "file://shared/results"]) == ExitCode.USAGE  # a host, not a folder
+    assert main(["runs", "--store", "file://team/results"]) == ExitCode.USAGE  # a host, not a folder
     assert "file:///absolute/folder" in capsys.readouterr().err
-    assert sorted(os.listdir(tmp_path)) == ["shared"]
+    assert sorted(os.listdir(tmp_path)) == ["team"]
 
 
 # --- a real S3-compatible server -------------------------------------------------------------------

@@ -8,6 +8,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from factories import chrome_trace, synthetic_run, variant
 
@@ -151,3 +152,12 @@ def write_trace(path: Path, trace: object, compress: bool = False) -> Path:
     raw = json.dumps(trace).encode()
     path.write_bytes(gzip.compress(raw, mtime=0) if compress else raw)
     return path
+
+
+def one_error(capsys: Any) -> str:
+    """The one error line a refused command printed (its text after ``reportgen: error: ``); fails the test on a second
+    line, a missing prefix or an internal error."""
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith("reportgen: error: "), err
+    assert "internal error" not in err
+    return str(err.removeprefix("reportgen: error: ").rstrip("\n"))

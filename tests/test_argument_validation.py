@@ -11,18 +11,12 @@ from pathlib import Path
 
 import pytest
 from factories import synthetic_run, write_synthetic
-from hostile import snapshot
+from hostile import one_error, snapshot
 
 from reportgen.cli import main
 from reportgen.scenario.loader import MAX_DIMS
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
-
-
-def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    _, err = capsys.readouterr()
-    assert err.count("\n") == 1 and err.startswith("reportgen: error: "), err
-    return err.removeprefix("reportgen: error: ").rstrip("\n")
 
 
 PROFILE_CASES = {
@@ -48,7 +42,7 @@ def test_profile_arguments_are_refused_before_profiling(case: str, tmp_path: Pat
     store = tmp_path / "store"
     code = main(["profile", "--device", "cpu", "--quiet", "--samples", "2", "--store", str(store), *extra])
     assert code == 2
-    assert _one_error(capsys).startswith(message)
+    assert one_error(capsys).startswith(message)
     assert not store.exists()
 
 
@@ -69,9 +63,9 @@ def test_a_run_reference_that_is_an_option_or_an_absurd_count_is_refused(
     write_synthetic(store, synthetic_run(run_id=RUN_A))
     before = snapshot(store)
     assert main(["compare", "--store", str(store), "--", ref, "latest"]) == 3
-    assert _one_error(capsys) == message
+    assert one_error(capsys) == message
     assert main(["rm", "--store", str(store), "--reason", "x", "--", ref]) == 3
-    assert _one_error(capsys) == message
+    assert one_error(capsys) == message
     assert snapshot(store) == before
 
 
@@ -81,7 +75,7 @@ def test_doctor_timeout_must_be_finite_positive_and_at_most_a_week(value: str, t
     out = tmp_path / "doctor"
     assert main(["doctor", "--device", "neuron", "--out", str(out), "--timeout-s", value]) == 2
     shown = f"{float(value):g}"
-    assert _one_error(capsys) == f"--timeout-s {shown}: expected seconds above 0 and at most 604800"
+    assert one_error(capsys) == f"--timeout-s {shown}: expected seconds above 0 and at most 604800"
     assert not out.exists()
 
 

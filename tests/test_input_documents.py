@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from factories import chrome_trace, synthetic_run, write_synthetic
-from hostile import snapshot, write_trace
+from hostile import one_error, snapshot, write_trace
 
 from reportgen.cli import main
 from reportgen.errors import ReportgenError
@@ -48,12 +48,6 @@ TOML_BYTES = {
     "a 5,000-digit integer": b"threshold = " + b"9" * 5000 + b"\n",
 }
 TOML_EXPECTED = {**EXPECTED, "Latin-1 bytes": "not UTF-8 (byte 14)"}
-
-
-def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    _, err = capsys.readouterr()
-    assert err.count("\n") == 1 and err.startswith("reportgen: error: "), err
-    return err.removeprefix("reportgen: error: ").rstrip("\n")
 
 
 def _store(tmp_path: Path) -> Path:
@@ -114,7 +108,7 @@ def test_store_and_site_documents_go_through_the_one_reader(kind: str, case: str
     capsys.readouterr()
     before = snapshot(store, site)
     assert main(argv) == 3
-    message = _one_error(capsys)
+    message = one_error(capsys)
     assert message.startswith(f"{path}: ") and EXPECTED[case] in message
     assert snapshot(store, site) == before
 
@@ -129,7 +123,7 @@ def test_a_config_file_is_read_within_limits_or_refused_naming_it(case: str, tmp
     (tmp_path / "reportgen.toml").write_bytes(TOML_BYTES[case])
     monkeypatch.chdir(tmp_path)
     assert main(["config"]) == 3
-    message = _one_error(capsys)
+    message = one_error(capsys)
     assert message.startswith(f"{tmp_path / 'reportgen.toml'}: ") and TOML_EXPECTED[case] in message
 
 
@@ -153,7 +147,7 @@ def test_an_unreadable_pyproject_that_may_hold_reportgens_table_is_refused(
     work.mkdir()
     monkeypatch.chdir(work)
     assert main(["config"]) == 3
-    assert _one_error(capsys).startswith(f"{tmp_path / 'pyproject.toml'}: ")
+    assert one_error(capsys).startswith(f"{tmp_path / 'pyproject.toml'}: ")
 
 
 CONFIG_VALUES = {
@@ -174,7 +168,7 @@ def test_a_config_value_of_the_wrong_type_or_with_a_control_character_is_refused
     (tmp_path / "reportgen.toml").write_text(text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert main(["config"]) == 3
-    assert _one_error(capsys) == f"{tmp_path / 'reportgen.toml'}: " + expected + _rest(expected)
+    assert one_error(capsys) == f"{tmp_path / 'reportgen.toml'}: " + expected + _rest(expected)
 
 
 def _rest(expected: str) -> str:
@@ -190,7 +184,7 @@ def test_a_machine_from_the_environment_with_a_trailing_newline_is_refused(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("REPORTGEN_MACHINE", "ci-box\n")
     assert main(["config"]) == 3
-    assert _one_error(capsys) == "$REPORTGEN_MACHINE 'ci-box\\n': has the control character '\\n'; remove it"
+    assert one_error(capsys) == "$REPORTGEN_MACHINE 'ci-box\\n': has the control character '\\n'; remove it"
 
 
 def test_a_huge_config_value_is_clipped_in_the_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -198,7 +192,7 @@ def test_a_huge_config_value_is_clipped_in_the_message(tmp_path: Path, monkeypat
     (tmp_path / "reportgen.toml").write_text(f'machine = "{"x" * 10_000_000}"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert main(["config"]) == 3
-    message = _one_error(capsys)
+    message = one_error(capsys)
     assert len(message) < 400 and "machine 'xxxx" in message and "\u2026'" in message
 
 
@@ -214,7 +208,7 @@ def test_a_run_whose_created_utc_is_no_real_time_is_refused_naming_the_field(
     path = _write_run_json(store, json.dumps(data).encode())
     before = snapshot(store)
     assert main(["compare", RUN_A, RUN_B, "--store", str(store)]) == 3
-    assert _one_error(capsys) == (f"{path}: field 'created_utc' {created!r} is not a UTC time like "
+    assert one_error(capsys) == (f"{path}: field 'created_utc' {created!r} is not a UTC time like "
                                   "2026-11-30T04:55:00Z")
     assert snapshot(store) == before
 

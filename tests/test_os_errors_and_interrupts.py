@@ -19,18 +19,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from factories import synthetic_run, write_synthetic
-from hostile import snapshot
+from hostile import one_error, snapshot
 
 from reportgen.cli import main
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
 LONG = "n" * 300
-
-
-def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    _, err = capsys.readouterr()
-    assert err.count("\n") == 1 and err.startswith("reportgen: error: "), err
-    return err.removeprefix("reportgen: error: ").rstrip("\n")
 
 
 def _store(tmp_path: Path) -> Path:
@@ -61,7 +55,7 @@ def test_a_name_too_long_is_one_line_naming_the_path(case: str, tmp_path: Path, 
     monkeypatch.chdir(tmp_path)
     before = snapshot(tmp_path)
     assert main(argv) == 3
-    message = _one_error(capsys)
+    message = one_error(capsys)
     shown = str(path)[:199] + "\u2026"
     assert message.startswith(shown + ": File name too long; use a shorter path"), message
     assert snapshot(tmp_path) == before
@@ -74,9 +68,9 @@ def test_a_symlink_loop_as_the_site_or_the_store_is_one_line(tmp_path: Path,
     loop.symlink_to(loop)
     before = snapshot(tmp_path)
     assert main(["build", "--runs", str(store), "--out", str(loop)]) == 3
-    assert _one_error(capsys) == f"{loop}: Too many levels of symbolic links; fix the link or choose another path"
+    assert one_error(capsys) == f"{loop}: Too many levels of symbolic links; fix the link or choose another path"
     assert main(["runs", "--store", str(loop)]) == 3  # not an empty store (exit 0)
-    assert _one_error(capsys) == f"{loop}: Too many levels of symbolic links; fix the link or choose another path"
+    assert one_error(capsys) == f"{loop}: Too many levels of symbolic links; fix the link or choose another path"
     assert snapshot(tmp_path) == before
 
 
@@ -85,7 +79,7 @@ def test_a_store_that_is_a_link_to_nothing_is_not_an_empty_store(tmp_path: Path,
     dangling = tmp_path / "results"
     dangling.symlink_to(tmp_path / "gone")
     assert main(["runs", "--store", str(dangling)]) == 3
-    assert _one_error(capsys) == f"{dangling}: is a symbolic link to nothing; fix the link or pass --store a folder"
+    assert one_error(capsys) == f"{dangling}: is a symbolic link to nothing; fix the link or pass --store a folder"
 
 
 @pytest.fixture
@@ -124,11 +118,11 @@ def test_a_full_disk_in_rm_build_and_init_is_one_line_naming_the_folder(
     before = snapshot(full_disk)
     reason = ": No space left on device; cannot write: free some space or choose another folder"
     assert main(["rm", RUN_A, "--reason", "bad", "--store", str(small)]) == 3
-    assert _one_error(capsys) == f"{small}{reason}"
+    assert one_error(capsys) == f"{small}{reason}"
     assert main(["build", "--runs", str(store), "--out", str(full_disk / "site")]) == 3
-    assert _one_error(capsys) == f"{full_disk / 'site'}{reason}"
+    assert one_error(capsys) == f"{full_disk / 'site'}{reason}"
     assert main(["init", "--dir", str(full_disk / "repo")]) == 3
-    assert _one_error(capsys).startswith(f"{full_disk / 'repo'}")
+    assert one_error(capsys).startswith(f"{full_disk / 'repo'}")
     # init's own files: its own test; the site's and the store's lock files (empty, kept on purpose: removing a lock
     # file another process may be waiting on would let two writers in)
     kept = (str(full_disk / "repo"), str(full_disk / ".site.lock"), str(small / ".withdrawn.lock"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from factories import chrome_trace, synthetic_run, write_synthetic
-from hostile import snapshot, stray_temp_entries, write_trace
+from hostile import one_error, snapshot, stray_temp_entries, write_trace
 
 from reportgen.cli import main
 from reportgen.errors import BundleError, ScenarioError, UsageError
@@ -57,13 +57,6 @@ def _finishes(fn: Callable[[], object]) -> object:
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box.get("value")
-
-
-def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    out, err = capsys.readouterr()
-    assert err.count("\n") == 1 and err.startswith("reportgen: error: "), err
-    assert "internal error" not in err
-    return err.removeprefix("reportgen: error: ").rstrip("\n")
 
 
 def _left_out(capsys: pytest.CaptureFixture[str], site: Path, run_id: str = RUN_B) -> str:
@@ -115,7 +108,7 @@ def test_import_does_not_hang_when_the_disk_fills_while_the_gzip_copy_closes(
 
     monkeypatch.setattr(staging.gzip, "GzipFile", FullDiskGzip)
     code = _finishes(lambda: main(["import", str(trace), "--store", str(store)]))
-    msg = _one_error(capsys)
+    msg = one_error(capsys)
     assert code == 3
     assert msg.startswith(f"{store}/.tmp-") and "No space left on device" in msg
     assert snapshot(store) == before
@@ -135,7 +128,7 @@ def test_import_into_a_full_store_is_one_line_naming_the_path(
 
     monkeypatch.setattr(writer, "_write_member", full)
     assert main(["import", str(trace), "--store", str(store)]) == 3
-    msg = _one_error(capsys)
+    msg = one_error(capsys)
     assert msg.startswith(f"{store}/.tmp-") and msg.endswith(
         "/run.json: cannot write (No space left on device); free some space or choose another folder")
     assert snapshot(store) == before
@@ -152,7 +145,7 @@ def test_import_into_a_read_only_store_is_one_line_naming_the_path(
 
     monkeypatch.setattr(writer.tempfile, "mkdtemp", read_only)
     assert main(["import", str(trace), "--store", str(store)]) == 3
-    assert _one_error(capsys) == (f"{store}: cannot write (Read-only file system); choose another folder")
+    assert one_error(capsys) == (f"{store}: cannot write (Read-only file system); choose another folder")
     assert snapshot(store) == before
 
 
@@ -160,7 +153,7 @@ def test_import_into_a_store_that_is_a_file(tmp_path: Path, capsys: pytest.Captu
     trace = write_trace(tmp_path / "t.json", chrome_trace())
     (tmp_path / "store").write_text("mine\n")
     assert main(["import", str(trace), "--store", str(tmp_path / "store")]) == 3
-    assert _one_error(capsys) == f"{tmp_path}/store: is not a folder; pass --store a results folder"
+    assert one_error(capsys) == f"{tmp_path}/store: is not a folder; pass --store a results folder"
     assert (tmp_path / "store").read_text() == "mine\n"
 
 
@@ -231,7 +224,7 @@ def test_profile_with_a_full_store_keeps_the_measurement_and_says_where(
 
     monkeypatch.setattr(writer, "_write_member", full)
     assert main(_profile(scenario, store)) == 3
-    msg = _one_error(capsys)
+    msg = one_error(capsys)
     assert snapshot(store) == before
     kept = system_tmp / "reportgen-unsaved-runs"
     (run,) = load_store(kept)
@@ -256,7 +249,7 @@ def test_profile_with_a_read_only_temp_folder_is_one_line(
 
     monkeypatch.setattr(writer.tempfile, "mkdtemp", read_only)
     assert main(_profile(scenario, store)) == 3
-    assert _one_error(capsys) == f"{system_tmp}: cannot write (Read-only file system); choose another folder"
+    assert one_error(capsys) == f"{system_tmp}: cannot write (Read-only file system); choose another folder"
     assert snapshot(store) == before
 
 
@@ -291,7 +284,7 @@ def test_profile_refuses_a_scenario_whose_run_could_not_be_loaded(
     scenario = _scenario(tmp_path, variants=variants, description=description)
     before = snapshot(store)
     assert main(_profile(scenario, store)) == 2
-    assert _one_error(capsys) == f"{scenario}: {message}; fix the scenario file"
+    assert one_error(capsys) == f"{scenario}: {message}; fix the scenario file"
     assert snapshot(store) == before
     assert main(["runs", "--store", str(store)]) == 0
 
@@ -318,7 +311,7 @@ def test_a_scenario_that_exits_or_raises_is_its_error_with_file_and_line(
     store = tmp_path / "store"
     scenario = _scenario(tmp_path, pre=pre, make=make)
     assert main(_profile(scenario, store)) == 2
-    assert _one_error(capsys) == f"{scenario}:{where}: {what}; fix the scenario file"
+    assert one_error(capsys) == f"{scenario}:{where}: {what}; fix the scenario file"
     assert not store.exists()
 
 
@@ -394,7 +387,7 @@ def test_profile_refuses_bad_numbers_in_one_line(extra: tuple[str, ...], message
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
     assert main(_profile(_scenario(tmp_path), store, *extra)) == 2
-    assert _one_error(capsys).startswith(message)
+    assert one_error(capsys).startswith(message)
     assert not store.exists()
 
 
@@ -464,7 +457,7 @@ def test_profile_into_a_store_that_is_a_file(tmp_path: Path, capsys: pytest.Capt
                                              fast_peak: None) -> None:
     (tmp_path / "store").write_text("mine\n")
     assert main(_profile(_scenario(tmp_path), tmp_path / "store")) == 3
-    assert _one_error(capsys) == f"{tmp_path}/store: is not a folder; pass --store a results folder"
+    assert one_error(capsys) == f"{tmp_path}/store: is not a folder; pass --store a results folder"
     assert (tmp_path / "store").read_text() == "mine\n"
 
 
@@ -500,7 +493,7 @@ def test_trace_numbers_that_overflow_are_refused_at_import(data: bytes, message:
     (tmp_path / "t.json").write_bytes(data)
     store = tmp_path / "store"
     assert main(["import", str(tmp_path / "t.json"), "--store", str(store)]) == 3
-    assert _one_error(capsys) == f"{tmp_path}/t.json: {message}"
+    assert one_error(capsys) == f"{tmp_path}/t.json: {message}"
     assert not store.exists()
 
 
@@ -529,7 +522,7 @@ def test_a_fifo_as_a_trace_does_not_hang_import(tmp_path: Path, capsys: pytest.C
     os.mkfifo(tmp_path / "t.json")
     code = _finishes(lambda: main(["import", str(tmp_path / "t.json"), "--store", str(tmp_path / "store")]))
     assert code == 3
-    assert _one_error(capsys) == (f"{tmp_path}/t.json: is not a regular file or a folder; pass a trace file "
+    assert one_error(capsys) == (f"{tmp_path}/t.json: is not a regular file or a folder; pass a trace file "
                                   "(.json, .json.gz) or a profile_output/ folder")
     assert not (tmp_path / "store").exists()
 

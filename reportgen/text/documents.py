@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,32 +70,30 @@ def _check_size(raw: bytes | str, limits: Limits, source: object, fix: str, erro
 def load_json(raw: bytes | str, source: object, limits: Limits, *, fix: str,
               error: type[ReportgenError] = ReportgenError) -> Any:
     """Parse a JSON document within ``limits``; every failure is ``error`` naming ``source`` and ending in ``fix``."""
-    _check_size(raw, limits, source, fix, error)
-    text = decode_utf8(raw, source, fix=fix, error=error) if isinstance(raw, bytes) else raw
-    try:
-        data = json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int,
-                          object_pairs_hook=_unique_keys)
-    except _Refused as exc:
-        raise error(f"{source}: {exc}; {fix}") from None
-    except json.JSONDecodeError as exc:
-        raise error(f"{source}: not valid JSON ({exc}); {fix}") from None
-    except RecursionError:
-        raise error(f"{source}: nested deeper than {limits.max_depth} levels; {fix}") from None
-    except ValueError:  # the interpreter's own limit on the digits of an int
-        raise error(f"{source}: a number with more than {MAX_INT_DIGITS} digits; {fix}") from None
-    _check_value(data, limits, source, fix, error)
-    return data
+    def parse(text: str) -> Any:
+        return json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys)
+
+    return _load(raw, parse, "JSON", json.JSONDecodeError, source, limits, fix, error)
 
 
 def load_toml(raw: bytes, source: object, limits: Limits, *, fix: str,
               error: type[ReportgenError] = ReportgenError) -> dict[str, Any]:
     """Parse a TOML document within ``limits``; every failure is ``error`` naming ``source`` and ending in ``fix``."""
+    data: dict[str, Any] = _load(raw, tomllib.loads, "TOML", tomllib.TOMLDecodeError, source, limits, fix, error)
+    return data
+
+
+def _load(raw: bytes | str, parse: Callable[[str], Any], kind: str, decode_error: type[ValueError], source: object,
+          limits: Limits, fix: str, error: type[ReportgenError]) -> Any:
+    """The checks both readers make around their parser: size, UTF-8, the parser's own errors, depth and digits."""
     _check_size(raw, limits, source, fix, error)
-    text = decode_utf8(raw, source, fix=fix, error=error)
+    text = decode_utf8(raw, source, fix=fix, error=error) if isinstance(raw, bytes) else raw
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{source}: not valid TOML ({exc}); {fix}") from None
+        data = parse(text)
+    except _Refused as exc:
+        raise error(f"{source}: {exc}; {fix}") from None
+    except decode_error as exc:
+        raise error(f"{source}: not valid {kind} ({exc}); {fix}") from None
     except RecursionError:
         raise error(f"{source}: nested deeper than {limits.max_depth} levels; {fix}") from None
     except ValueError:  # the interpreter's own limit on the digits of an int

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from reportgen.analysis.sweep import SweepView
+from reportgen.analysis.sweep import SweepCell, SweepRow, SweepView
 from reportgen.render.drawing import CHAR_WIDTH_EM, LEGEND_FONT_PT, clip_label, colour_for, save_png, styled_figure, svg_text
 
 SWEEP_WIDTH_IN = 7.5
@@ -56,12 +56,7 @@ def scaling_chart(view: SweepView, path: Path, title: str) -> None:
         for k, roof in enumerate(view.memory_roofs):
             ax.axhline(roof.bandwidth_bytes_per_s, color=ROOF_COLOUR, lw=1.0, ls=("--", ":", "-.", "-")[k % 4],
                        label=f"{roof.label} roof {roof.bandwidth_bytes_per_s / 1e9:.3g} GB/s")
-        for i, name in enumerate(view.variants):
-            pts = [(r.bytes_per_call, c.achieved_bytes_per_s) for r in rows
-                   if (c := r.cell(name)) is not None and c.achieved_bytes_per_s]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4, lw=1.4, color=colour_for(i),
-                        label=clip_label(name))
+        _variant_lines(ax, view, rows, lambda c: c.achieved_bytes_per_s)
         if rows:
             lo, hi = min(r.bytes_per_call for r in rows) / 2, max(r.bytes_per_call for r in rows) * 2
             ax.set_xlim(lo, hi)
@@ -115,18 +110,22 @@ def roofline_chart(view: SweepView, path: Path, title: str) -> None:
         save_png(fig, path)
 
 
+def _variant_lines(ax: Axes, view: SweepView, rows: list[SweepRow], value: Callable[[SweepCell], float | None]) -> None:
+    """One line per variant of ``value`` against bytes moved per call, over the rows where the variant has one."""
+    for i, name in enumerate(view.variants):
+        pts = [(r.bytes_per_call, v) for r in rows if (c := r.cell(name)) is not None and (v := value(c))]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4, lw=1.4, color=colour_for(i),
+                    label=clip_label(name))
+
+
 def memory_chart(view: SweepView, path: Path, title: str) -> None:
     """Peak memory per call against bytes moved per call (log-log), one line per variant, the cache sizes marked:
     where a variant's intermediates stop fitting in a cache level."""
     with styled_figure(SWEEP_WIDTH_IN, SWEEP_HEIGHT_IN) as fig:
         ax = fig.subplots(1, 1)
         rows = [r for r in view.rows if r.bytes_per_call > 0]
-        for i, name in enumerate(view.variants):
-            pts = [(r.bytes_per_call, c.peak_bytes) for r in rows
-                   if (c := r.cell(name)) is not None and c.peak_bytes]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4, lw=1.4, color=colour_for(i),
-                        label=clip_label(name))
+        _variant_lines(ax, view, rows, lambda c: c.peak_bytes)
         for level in view.cache_levels:
             ax.axhline(level.size_bytes, color="#bbbbbb", lw=0.8)
             ax.annotate(f"{level.name} size", (0.0, level.size_bytes), xycoords=("axes fraction", "data"),

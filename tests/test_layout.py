@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reportgen.store",),
     ("reportgen.scenario",),
     ("reportgen.analysis",),
+    ("reportgen.catalog",),
     ("reportgen.traces",),
     ("reportgen.profile",),
     ("reportgen.render",),

@@ -11,6 +11,7 @@ import pytest
 from factories import synthetic_run, variant, write_synthetic
 
 from reportgen import site
+from reportgen.analysis import digest_json
 from reportgen.analysis.history import RunDigest, digest
 from reportgen.analysis.run_view import run_view
 from reportgen.errors import SiteError, UsageError
@@ -143,7 +144,7 @@ def _digests() -> list[RunDigest]:
 def test_fast_manifest_digest_decodes_exactly_as_the_codec() -> None:
     for d in _digests():
         data = json.loads(json.dumps(to_jsonable(d)))
-        assert manifest.digest_from_manifest(data) == from_jsonable(RunDigest, data, "m") == d
+        assert digest_json.digest_from_manifest(data) == from_jsonable(RunDigest, data, "m") == d
 
 
 @pytest.mark.parametrize("change", [
@@ -161,7 +162,7 @@ def test_fast_manifest_digest_decodes_exactly_as_the_codec() -> None:
 def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: object) -> None:
     data = json.loads(json.dumps(to_jsonable(_digests()[0])))
     change(data)  # type: ignore[operator]
-    assert manifest.digest_from_manifest(data) is None
+    assert digest_json.digest_from_manifest(data) is None
 
 
 def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> None:

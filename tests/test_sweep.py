@@ -443,9 +443,9 @@ def test_compare_per_shape_intervals_are_widened_by_a_measured_drift() -> None:
 def test_each_swept_shape_joins_that_shapes_history_and_survives_the_manifest() -> None:
     import json as _json
 
+    from reportgen.analysis.digest_json import digest_from_manifest
     from reportgen.analysis.history import digest, history
     from reportgen.model.codec import to_jsonable
-    from reportgen.site.manifest import digest_from_manifest
 
     def run(i: int, fused_us: float):  # type: ignore[no-untyped-def]
         r = _swept(f"20261130T00{i}000Z-cpu-r-{i:06d}", f"2026-11-30T00:{i}0:00Z",

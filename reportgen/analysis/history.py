@@ -160,13 +160,57 @@ def _group_title(key: GroupKey) -> str:
     return f"{scenario} on {where}" + (f" — {shown}" if shown else "")
 
 
+@dataclass(frozen=True)
+class GroupPoint:
+    """One variant of one run as a member of one history group: the flat row the history is built from.
+
+    The catalog stores these as its ``points`` table, so one group's history is read without the rest.
+    ``variant`` is None for a run with no variants (it still counts as a run of the group).
+    """
+
+    key: str
+    device: str
+    where: str
+    scenario: str
+    parameters: tuple[tuple[str, str], ...]
+    run_id: str
+    created_utc: str
+    git_sha: str | None
+    variant_index: int
+    variant: str | None
+    median_us: float | None = None
+    ci_low_us: float | None = None
+    ci_high_us: float | None = None
+    speedup: float | None = None
+
+
+def key_text(key: GroupKey) -> str:
+    """A group's key as one string: ``device|where|scenario|k=v...``."""
+    return "|".join([key[0], key[1], key[2], *(f"{k}={v}" for k, v in key[3])])
+
+
+def group_points(d: RunDigest) -> list[GroupPoint]:
+    """The run's points in every group it belongs to: its own, and one per swept shape."""
+    out = []
+    for member in (d, *_per_shape(d)):
+        key = group_key(member)
+        head = (key_text(key), key[0], key[1], key[2], key[3], d.run_id, d.created_utc, d.git_sha)
+        out += [GroupPoint(*head, i, v.name, v.median_us, v.ci_low_us, v.ci_high_us, v.speedup)
+                for i, v in enumerate(member.variants)] or [GroupPoint(*head, -1, None)]
+    return out
+
+
 def history(digests: Sequence[RunDigest]) -> tuple[HistoryGroup, ...]:
     """Per group (sorted by title), per variant, the median time and speedup of every run that timed it."""
-    groups: dict[GroupKey, list[RunDigest]] = {}
-    for d in sorted(digests, key=lambda r: (r.created_utc, r.run_id)):
-        for member in (d, *_per_shape(d)):
-            groups.setdefault(group_key(member), []).append(member)
-    out = [_history_group(key, members) for key, members in groups.items()]
+    return groups_from_points([p for d in digests for p in group_points(d)])
+
+
+def groups_from_points(points: Sequence[GroupPoint]) -> tuple[HistoryGroup, ...]:
+    """The history groups of these points (any order; a group's runs oldest first, ties by run id)."""
+    groups: dict[str, list[GroupPoint]] = {}
+    for p in sorted(points, key=lambda p: (p.created_utc, p.run_id, p.variant_index)):
+        groups.setdefault(p.key, []).append(p)
+    out = [_history_group(members) for members in groups.values()]
     return tuple(sorted(out, key=lambda g: (g.title, g.key)))
 
 
@@ -177,25 +221,28 @@ def _per_shape(d: RunDigest) -> list[RunDigest]:
             for s in d.shapes]
 
 
-def _history_group(key: GroupKey, runs: list[RunDigest]) -> HistoryGroup:
-    names: list[str] = []
-    for d in runs:
-        names.extend(v.name for v in d.variants if v.name not in names)
-    points: dict[str, list[HistoryPoint]] = {n: [] for n in names}
-    for d in runs:
-        for v in d.variants:
-            if v.median_us is None or v.ci_low_us is None or v.ci_high_us is None:
-                continue
-            points[v.name].append(HistoryPoint(d.run_id, d.created_utc, v.median_us, v.ci_low_us, v.ci_high_us,
-                                               v.speedup))
+def _history_group(members: list[GroupPoint]) -> HistoryGroup:
+    """One group from its points, oldest run first."""
+    runs: dict[str, GroupPoint] = {}
+    points: dict[str, list[HistoryPoint]] = {}
+    for p in members:
+        runs.setdefault(p.run_id, p)
+        if p.variant is None:
+            continue
+        series = points.setdefault(p.variant, [])
+        if p.median_us is None or p.ci_low_us is None or p.ci_high_us is None:
+            continue
+        series.append(HistoryPoint(p.run_id, p.created_utc, p.median_us, p.ci_low_us, p.ci_high_us, p.speedup))
+    first = members[0]
+    key: GroupKey = (first.device, first.where, first.scenario, first.parameters)
     return HistoryGroup(
-        key="|".join([key[0], key[1], key[2], *(f"{k}={v}" for k, v in key[3])]),
+        key=first.key,
         title=_group_title(key),
-        device=key[0],
-        scenario=key[2],
-        parameters=key[3],
-        run_ids=tuple(d.run_id for d in runs),
-        created_utc=tuple(d.created_utc for d in runs),
-        series=tuple(HistorySeries(n, tuple(points[n])) for n in names if points[n]),
-        git_shas=tuple(d.git_sha for d in runs),
+        device=first.device,
+        scenario=first.scenario,
+        parameters=first.parameters,
+        run_ids=tuple(runs),
+        created_utc=tuple(p.created_utc for p in runs.values()),
+        series=tuple(HistorySeries(n, tuple(ps)) for n, ps in points.items() if ps),
+        git_shas=tuple(p.git_sha for p in runs.values()),
     )

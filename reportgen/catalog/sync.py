@@ -1,0 +1,206 @@
+"""Keep the catalog true to the store, and read it.
+
+:func:`record` adds one run's part as the run is stored (``profile``, ``import``, ``ab``). :func:`sync` is what
+readers call: it lists the store's bundles (one ``stat`` of each ``run.json``, no reads), adds the rows of bundles
+the catalog lacks or whose ``run.json`` changed (size or modification time), drops rows of bundles no longer
+there, and writes what changed as one new part, or as one compacted part when parts pile up or rows were
+dropped. The catalog is a cache of the bundles: a missing, unreadable or foreign catalog is rebuilt from them,
+and a store the process cannot write is still read (the rows are then computed in memory each time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from reportgen.analysis.digest_json import digest_from_json
+from reportgen.analysis.history import GroupPoint, HistoryGroup, RunDigest, digest, group_points, groups_from_points
+from reportgen.catalog import table
+from reportgen.catalog.table import CATALOG_DIR, CatalogRun, Part, PartVanished
+from reportgen.errors import BundleError
+from reportgen.model.codec import to_jsonable
+from reportgen.model.run import Run
+from reportgen.store.layout import RUN_FILE
+from reportgen.store.loader import list_run_dirs, load_run
+
+MAX_PARTS = 32
+"""More parts than this after a write: the next sync compacts them into one."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A run of the catalog and the part its row was read from (None: computed now, not yet written)."""
+
+    run: CatalogRun
+    part: Part | None
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The store's runs as the catalog has them, after a sync; and the bundles that could not be read."""
+
+    folder: Path
+    entries: dict[str, Entry]
+    problems: tuple[BundleError, ...] = ()
+    fresh_points: tuple[GroupPoint, ...] = ()
+    """Points of rows computed by this sync but not written (a store this process cannot write)."""
+
+    def digests(self, run_ids: Sequence[str] | None = None) -> list[RunDigest]:
+        """The digests of ``run_ids`` (default: every run), oldest first."""
+        ids = list(self.entries if run_ids is None else run_ids)
+        texts = self.digest_texts(ids)
+        rows = sorted((self.entries[i].run for i in ids), key=lambda r: (r.created_utc, r.run_id))
+        return [digest_from_json(json.loads(texts[r.run_id]), self.folder / r.run_id, "digest") for r in rows]
+
+    def digest_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """The digest JSON of each run in ``ids``: from memory, else from its part (one read per part), else (the
+        part compacted away since this sync) from its bundle."""
+        texts: dict[str, str] = {}
+        by_part: dict[Part, list[str]] = {}
+        for i in ids:
+            entry = self.entries[i]
+            if entry.run.digest_json is not None:
+                texts[i] = entry.run.digest_json
+            elif entry.part is not None:
+                by_part.setdefault(entry.part, []).append(i)
+        for part, wanted in by_part.items():
+            try:
+                texts.update(table.read_digests(part, wanted))
+            except PartVanished:
+                pass
+        store = self.folder.parent
+        for i in ids:
+            if i not in texts:
+                texts[i] = catalog_run(load_run(store / i), store / i)[0].digest_json or "null"
+        return texts
+
+    def groups(self, key: str | None = None) -> tuple[HistoryGroup, ...]:
+        """History groups (only ``key``'s when given) read from the points table, not from every digest."""
+        return groups_from_points(self.points(key))
+
+    def points(self, key: str | None = None) -> list[GroupPoint]:
+        """The points of the catalog's current rows (only group ``key``'s when given)."""
+        parts = sorted({e.part for e in self.entries.values() if e.part is not None}, key=lambda p: p.stem)
+        try:
+            found = [p for part, p in table.read_points(parts, key) if self._current(p.run_id, part)]
+        except PartVanished:  # compacted since this sync: the digests hold the same points
+            every = [p for d in self.digests() for p in group_points(d)]
+            return [p for p in every if key is None or p.key == key]
+        return found + [p for p in self.fresh_points if key is None or p.key == key]
+
+    def _current(self, run_id: str, part: Part) -> bool:
+        entry = self.entries.get(run_id)
+        return entry is not None and entry.part == part
+
+
+def catalog_folder(store: Path) -> Path:
+    """Where the catalog of ``store`` lives: ``<store>/.catalog`` (hidden: never listed as a run)."""
+    return store / CATALOG_DIR
+
+
+def catalog_run(run: Run, bundle: Path) -> tuple[CatalogRun, list[GroupPoint]]:
+    """The catalog's row and points of a stored run (its bundle's run.json hashed and stat'ed)."""
+    path = bundle / RUN_FILE
+    data = path.read_bytes()
+    st = os.stat(path)
+    d = digest(run)
+    row = CatalogRun(run.run_id, run.created_utc, run.scenario.name, d.device.value, d.machine,
+                     hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns,
+                     json.dumps(to_jsonable(d), sort_keys=True, allow_nan=False))
+    return row, group_points(d)
+
+
+def record(store: Path, run: Run, bundle: Path) -> None:
+    """Add a just-stored run to the catalog as a part of its own (OSError when the folder cannot be written)."""
+    row, points = catalog_run(run, bundle)
+    table.write_part(catalog_folder(store), [row], points)
+
+
+def sync(store: Path) -> Catalog:
+    """The catalog of ``store`` brought up to date with its bundles (written back when it changed and can be)."""
+    folder = catalog_folder(store)
+    parts, known = _read_retrying(lambda: _current_rows(folder))
+    dirs = list_run_dirs(store)
+    entries: dict[str, Entry] = {}
+    added: list[tuple[CatalogRun, list[GroupPoint]]] = []
+    problems: list[BundleError] = []
+    for bundle in dirs:
+        entry = known.get(bundle.name)
+        if entry is not None and _unchanged(entry.run, bundle):
+            entries[bundle.name] = entry
+            continue
+        try:
+            added.append(catalog_run(load_run(bundle), bundle))
+        except BundleError as exc:
+            problems.append(exc)
+        except OSError as exc:
+            problems.append(BundleError(f"{bundle / RUN_FILE}: unreadable ({exc.strerror})"))
+    for row, _ in added:
+        entries[row.run_id] = Entry(row, None)
+    dropped = len(known.keys() - {e.run.run_id for e in entries.values() if e.part is not None})
+    fresh = [p for _, points in added for p in points]
+    if added or dropped or len(parts) > MAX_PARTS:
+        written = _write_back(folder, parts, entries, fresh, compact=bool(dropped) or len(parts) + 1 > MAX_PARTS)
+        if written is not None:
+            return Catalog(folder, written, tuple(problems))
+    return Catalog(folder, entries, tuple(problems), tuple(fresh))
+
+
+def _unchanged(row: CatalogRun, bundle: Path) -> bool:
+    try:
+        st = os.stat(bundle / RUN_FILE)
+    except OSError:
+        return False
+    return st.st_size == row.run_json_bytes and st.st_mtime_ns == row.run_json_mtime_ns
+
+
+def _current_rows(folder: Path) -> tuple[list[Part], dict[str, Entry]]:
+    """The readable parts and, per run, the row of the newest part listing it."""
+    parts = [p for p in table.list_parts(folder) if _readable(p)]
+    known: dict[str, Entry] = {}
+    for part, row in table.read_runs(parts):
+        known[row.run_id] = Entry(row, part)
+    return parts, known
+
+
+def _readable(part: Part) -> bool:
+    try:
+        return table.readable(part.runs_file)
+    except FileNotFoundError:
+        raise PartVanished(str(part.runs_file)) from None
+    except Exception:  # noqa: BLE001  pyarrow's errors for a damaged file: a cache to rebuild, not to fail on
+        return False
+
+
+def _write_back(folder: Path, parts: list[Part], entries: dict[str, Entry], fresh: list[GroupPoint],
+                compact: bool) -> dict[str, Entry] | None:
+    """Write the new rows as one part (or everything as one part, then delete the parts read); the entries as
+    written, or None when the folder cannot be written (the caller keeps them in memory)."""
+    new_rows = [e.run for e in entries.values() if e.part is None]
+    try:
+        if not compact:
+            part = table.write_part(folder, new_rows, fresh)
+            return {i: Entry(e.run, part) if e.part is None else e for i, e in entries.items()}
+        current = Catalog(folder, entries)
+        kept, texts = current.points(), current.digest_texts(list(entries))
+        rows = [replace(e.run, digest_json=texts[i]) for i, e in entries.items()]
+        part = table.write_part(folder, rows, [*kept, *fresh])
+        table.delete_parts(parts)
+        return {r.run_id: Entry(replace(r, digest_json=None), part) for r in rows}
+    except OSError:
+        return None
+
+
+def _read_retrying(read: Any) -> Any:
+    """``read()``, listed again while a compaction deletes parts under it."""
+    for _ in range(table.READ_ATTEMPTS - 1):
+        try:
+            return read()
+        except PartVanished:
+            continue
+    return read()

@@ -1,0 +1,206 @@
+"""The catalog's files: Parquet parts of two tables, ``runs`` (one row per run) and ``points`` (one row per
+variant of a run in one history group), under ``<store>/.catalog/``.
+
+A *part* is a pair of files, ``part-<stamp>-<token>.points.parquet`` then ``part-<stamp>-<token>.runs.parquet``;
+the runs file is written last (temporary name, then a rename), so a part whose runs file is there is whole. Parts
+are never changed: a write adds a part, a compaction writes one part holding everything and then deletes the parts
+it read. A run listed by several parts is taken from the newest (parts sort by name); its points come from the
+same part. A reader that finds a file gone (a compaction between listing and reading) lists again.
+
+Each file carries ``reportgen.catalog`` in its Parquet metadata: ``{"schema_version": 1}``. A part of a newer
+major version is not read and not deleted (a newer reportgen wrote it; this one rebuilds its rows from bundles).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reportgen.analysis.history import GroupPoint
+from reportgen.store.atomic import new_file_mode
+
+CATALOG_DIR = ".catalog"
+SCHEMA_VERSION = 1
+META_KEY = b"reportgen.catalog"
+RUNS_SUFFIX = ".runs.parquet"
+POINTS_SUFFIX = ".points.parquet"
+READ_ATTEMPTS = 5
+"""Listings tried when a part vanishes under a reader (each compaction writes its part before deleting)."""
+
+
+@dataclass(frozen=True)
+class CatalogRun:
+    """One run as the catalog keeps it: what lists and filters it, the stat of its run.json, and its digest."""
+
+    run_id: str
+    created_utc: str
+    scenario: str
+    device: str
+    machine: str | None
+    run_json_sha256: str
+    run_json_bytes: int
+    run_json_mtime_ns: int
+    digest_json: str | None
+    """The run's ``RunDigest`` as JSON (``to_jsonable``); None when not read yet (read only for the runs shown)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the catalog: its name stem and folder."""
+
+    folder: Path
+    stem: str
+
+    @property
+    def runs_file(self) -> Path:
+        return self.folder / f"{self.stem}{RUNS_SUFFIX}"
+
+    @property
+    def points_file(self) -> Path:
+        return self.folder / f"{self.stem}{POINTS_SUFFIX}"
+
+
+class PartVanished(Exception):
+    """A part listed a moment ago is gone (a compaction deleted it): list again."""
+
+
+def _pa() -> Any:
+    import pyarrow as pa
+
+    return pa
+
+
+def _pq() -> Any:
+    import pyarrow.parquet as pq
+
+    return pq
+
+
+def runs_schema() -> Any:
+    pa = _pa()
+    return pa.schema([("run_id", pa.string()), ("created_utc", pa.string()), ("scenario", pa.string()),
+                      ("device", pa.string()), ("machine", pa.string()), ("run_json_sha256", pa.string()),
+                      ("run_json_bytes", pa.int64()), ("run_json_mtime_ns", pa.int64()),
+                      ("digest_json", pa.string())],
+                     metadata={META_KEY: json.dumps({"schema_version": SCHEMA_VERSION}).encode()})
+
+
+def points_schema() -> Any:
+    pa = _pa()
+    return pa.schema([("key", pa.string()), ("device", pa.string()), ("where", pa.string()),
+                      ("scenario", pa.string()), ("parameters_json", pa.string()), ("run_id", pa.string()),
+                      ("created_utc", pa.string()), ("git_sha", pa.string()), ("variant_index", pa.int32()),
+                      ("variant", pa.string()), ("median_us", pa.float64()), ("ci_low_us", pa.float64()),
+                      ("ci_high_us", pa.float64()), ("speedup", pa.float64())],
+                     metadata={META_KEY: json.dumps({"schema_version": SCHEMA_VERSION}).encode()})
+
+
+def list_parts(folder: Path) -> list[Part]:
+    """The whole parts of the catalog (their runs file is there), oldest first; [] without a catalog."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    stems = sorted(n[: -len(RUNS_SUFFIX)] for n in names if n.startswith("part-") and n.endswith(RUNS_SUFFIX))
+    return [Part(folder, s) for s in stems]
+
+
+def write_part(folder: Path, runs: Sequence[CatalogRun], points: Sequence[GroupPoint]) -> Part:
+    """Write one new part (points first, runs last, each under a temporary name then renamed): returns it."""
+    folder.mkdir(mode=0o755, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
+    part = Part(folder, f"part-{stamp}-{secrets.token_hex(4)}")
+    _write_table(_points_table(points), part.points_file)
+    _write_table(_runs_table(runs), part.runs_file)
+    return part
+
+
+def _write_table(table: Any, path: Path) -> None:
+    tmp = path.with_name(f".tmp-{path.name}")
+    _pq().write_table(table, tmp, compression="zstd")
+    os.chmod(tmp, new_file_mode())
+    os.rename(tmp, path)
+
+
+def _runs_table(runs: Sequence[CatalogRun]) -> Any:
+    cols = {f: [getattr(r, f) for r in runs] for f in runs_schema().names}
+    return _pa().Table.from_pydict(cols, schema=runs_schema())
+
+
+def _points_table(points: Sequence[GroupPoint]) -> Any:
+    names = points_schema().names
+    cols: dict[str, list[Any]] = {n: [] for n in names}
+    for p in points:
+        for n in names:
+            cols[n].append(json.dumps(p.parameters) if n == "parameters_json" else getattr(p, n))
+    return _pa().Table.from_pydict(cols, schema=points_schema())
+
+
+def readable(path: Path) -> bool:
+    """True when this reportgen can read the file's schema (same major version); False for a newer one."""
+    meta = _pq().read_schema(path).metadata or {}
+    try:
+        version = json.loads(meta.get(META_KEY, b"{}")).get("schema_version")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(version, int) and version <= SCHEMA_VERSION
+
+
+LISTING_COLUMNS = ("run_id", "created_utc", "scenario", "device", "machine", "run_json_sha256", "run_json_bytes",
+                   "run_json_mtime_ns")
+"""Every column of the runs table but the digest: what a sync reads of every run."""
+
+
+def read_runs(parts: Sequence[Part]) -> list[tuple[Part, CatalogRun]]:
+    """Every run row of ``parts`` without its digest, with the part it came from (duplicates included)."""
+    out = []
+    for part in parts:
+        for row in _read(part.runs_file, LISTING_COLUMNS).to_pylist():
+            out.append((part, CatalogRun(**row, digest_json=None)))
+    return out
+
+
+def read_digests(part: Part, run_ids: Sequence[str]) -> dict[str, str]:
+    """The digest JSON of ``run_ids`` in one part."""
+    rows = _read(part.runs_file, ("run_id", "digest_json"), [("run_id", "in", list(run_ids))]).to_pylist()
+    return {r["run_id"]: r["digest_json"] for r in rows}
+
+
+def read_points(parts: Sequence[Part], key: str | None = None) -> list[tuple[Part, GroupPoint]]:
+    """The point rows of ``parts`` (only group ``key``'s, when given) with the part each came from."""
+    filters = [("key", "=", key)] if key is not None else None
+    out = []
+    for part in parts:
+        for row in _read(part.points_file, None, filters).to_pylist():
+            out.append((part, _point(row)))
+    return out
+
+
+def _point(row: dict[str, Any]) -> GroupPoint:
+    params = tuple((str(k), str(v)) for k, v in json.loads(row["parameters_json"]))
+    return GroupPoint(row["key"], row["device"], row["where"], row["scenario"], params, row["run_id"],
+                      row["created_utc"], row["git_sha"], row["variant_index"], row["variant"], row["median_us"],
+                      row["ci_low_us"], row["ci_high_us"], row["speedup"])
+
+
+def _read(path: Path, columns: Sequence[str] | None, filters: Any = None) -> Any:
+    try:
+        return _pq().read_table(path, columns=list(columns) if columns else None, filters=filters)
+    except FileNotFoundError:
+        raise PartVanished(str(path)) from None
+
+
+def delete_parts(parts: Iterable[Part]) -> None:
+    """Delete parts (runs file first, so a half-deleted part is no longer listed); gone already is fine."""
+    for part in parts:
+        for path in (part.runs_file, part.points_file):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass

@@ -1,0 +1,181 @@
+"""The catalog of runs: one Parquet table beside the bundles, true to the store, read without the rest."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from factories import synthetic_run, write_synthetic
+
+from reportgen import catalog
+from reportgen.analysis.history import digest, history
+from reportgen.catalog import table
+from reportgen.catalog.sync import MAX_PARTS
+from reportgen.store.layout import RUN_FILE
+from reportgen.store.loader import load_run, load_store
+
+
+def _run(i: int, fused_us: float = 60.0, shape: str = "4,64"):  # type: ignore[no-untyped-def]
+    return synthetic_run(run_id=f"20261130T{i // 60:02d}{i % 60:02d}00Z-cpu-cat-{i:06d}",
+                         created_utc=f"2026-11-30T{i // 60:02d}:{i % 60:02d}:00Z",
+                         times_us={"naive": 100.0 + i, "fused": fused_us, "compiled": 30.0}, shape=shape)
+
+
+def _store(tmp_path: Path, n: int, record: bool = True) -> Path:
+    store = tmp_path / "results"
+    for i in range(n):
+        bundle = write_synthetic(store, _run(i, shape="4,64" if i % 2 else "8,128"))
+        if record:
+            catalog.record(store, load_run(bundle), bundle)
+    return store
+
+
+def _parts(store: Path) -> list[table.Part]:
+    return table.list_parts(catalog.catalog_folder(store))
+
+
+def test_the_catalogs_history_is_the_history_of_the_bundles(tmp_path: Path) -> None:
+    store = _store(tmp_path, 6)
+    expected = history([digest(r) for r in load_store(store)])
+    cat = catalog.sync(store)
+    assert cat.groups() == expected
+    assert len(expected) == 2  # two shapes: two groups, each read by its key alone
+    for group in expected:
+        assert cat.groups(group.key) == (group,)
+    assert cat.digests() == [digest(r) for r in load_store(store)]
+
+
+def test_each_write_adds_a_part_and_a_sync_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
+    store = _store(tmp_path, 3)
+    assert len(_parts(store)) == 3
+    cat = catalog.sync(store)
+    assert sorted(cat.entries) == sorted(p.name for p in store.iterdir() if not p.name.startswith("."))
+    assert all(e.part is not None and e.run.digest_json is None for e in cat.entries.values())  # nothing loaded
+    assert len(_parts(store)) == 3
+
+
+def test_a_bundle_stored_without_the_catalog_is_added_by_the_next_sync(tmp_path: Path) -> None:
+    store = _store(tmp_path, 2)
+    write_synthetic(store, _run(7))  # an older reportgen, or a bundle copied in by hand
+    cat = catalog.sync(store)
+    assert _run(7).run_id in cat.entries
+    assert len(_parts(store)) == 3  # written back as one new part
+    assert _run(7).run_id in catalog.sync(store).entries
+
+
+def test_a_missing_catalog_is_rebuilt_from_the_bundles(tmp_path: Path) -> None:
+    store = _store(tmp_path, 4)
+    before = catalog.sync(store).groups()
+    shutil.rmtree(catalog.catalog_folder(store))
+    assert catalog.sync(store).groups() == before
+    assert len(_parts(store)) == 1
+
+
+def test_a_bundle_that_left_the_store_leaves_the_catalog_in_one_compacted_part(tmp_path: Path) -> None:
+    store = _store(tmp_path, 4)
+    gone = _run(1).run_id
+    shutil.rmtree(store / gone)
+    cat = catalog.sync(store)
+    assert gone not in cat.entries and len(cat.entries) == 3
+    assert len(_parts(store)) == 1
+    assert all(gone not in g.run_ids for g in cat.groups())
+    assert catalog.sync(store).groups() == history([digest(r) for r in load_store(store)])
+
+
+def test_a_changed_run_json_is_read_again(tmp_path: Path) -> None:
+    store = _store(tmp_path, 2)
+    bundle = store / _run(0).run_id
+    data = json.loads((bundle / RUN_FILE).read_text())
+    data["label"] = "relabelled by hand"
+    (bundle / RUN_FILE).write_text(json.dumps(data))
+    assert catalog.sync(store).digests([_run(0).run_id])[0].label == "relabelled by hand"
+
+
+def test_many_parts_are_compacted_into_one(tmp_path: Path) -> None:
+    store = _store(tmp_path, MAX_PARTS + 2)
+    assert len(_parts(store)) == MAX_PARTS + 2
+    cat = catalog.sync(store)
+    assert len(_parts(store)) == 1
+    assert cat.groups() == history([digest(r) for r in load_store(store)])
+
+
+def test_a_damaged_part_is_ignored_and_its_runs_read_from_their_bundles(tmp_path: Path) -> None:
+    store = _store(tmp_path, 3)
+    damaged = _parts(store)[0]
+    damaged.runs_file.write_bytes(b"PAR1 not really parquet")
+    cat = catalog.sync(store)
+    assert len(cat.entries) == 3
+    assert cat.groups() == history([digest(r) for r in load_store(store)])
+
+
+def test_a_part_written_by_a_newer_reportgen_is_neither_read_nor_deleted(tmp_path: Path) -> None:
+    store = _store(tmp_path, 2)
+    newer = _parts(store)[0]
+    t = pq.read_table(newer.runs_file)
+    meta = {table.META_KEY: json.dumps({"schema_version": table.SCHEMA_VERSION + 1}).encode()}
+    pq.write_table(t.replace_schema_metadata(meta), newer.runs_file)
+    shutil.rmtree(store / _run(1).run_id)  # a drop: compaction, which deletes the parts it read
+    cat = catalog.sync(store)
+    assert list(cat.entries) == [_run(0).run_id]
+    assert newer.runs_file.exists()
+
+
+def test_the_tables_carry_their_schema_version(tmp_path: Path) -> None:
+    store = _store(tmp_path, 1)
+    part = _parts(store)[0]
+    for path in (part.runs_file, part.points_file):
+        meta = pq.read_schema(path).metadata
+        assert json.loads(meta[table.META_KEY]) == {"schema_version": 1}
+    assert pq.read_schema(part.runs_file).field("run_json_bytes").type == pa.int64()
+
+
+def _record_many(store: str, first: int, count: int, barrier: multiprocessing.synchronize.Barrier) -> None:
+    barrier.wait()
+    for i in range(first, first + count):
+        bundle = write_synthetic(Path(store), _run(i))
+        catalog.record(Path(store), load_run(bundle), bundle)
+
+
+def _sync_many(store: str, times: int, barrier: multiprocessing.synchronize.Barrier) -> None:
+    barrier.wait()
+    for _ in range(times):
+        catalog.sync(Path(store))
+
+
+def test_writers_and_compacting_readers_at_once_lose_no_run(tmp_path: Path) -> None:
+    store = tmp_path / "results"
+    store.mkdir()
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(6)
+    procs = [ctx.Process(target=_record_many, args=(str(store), 10 + 10 * k, 10, barrier)) for k in range(4)]
+    procs += [ctx.Process(target=_sync_many, args=(str(store), 6, barrier)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    cat = catalog.sync(store)
+    assert sorted(cat.entries) == sorted(_run(i).run_id for i in range(10, 50))
+    assert cat.groups() == history([digest(r) for r in load_store(store)])
+
+
+def test_the_catalog_is_never_listed_as_a_run(tmp_path: Path) -> None:
+    store = _store(tmp_path, 2)
+    assert catalog.catalog_folder(store).is_dir()
+    assert len(load_store(store)) == 2
+    assert not [p for p in os.listdir(catalog.catalog_folder(store)) if p.startswith(".tmp-")]
+
+
+def test_rows_keep_the_machine_scenario_and_device_for_filtering(tmp_path: Path) -> None:
+    store = tmp_path / "results"
+    run = replace(_run(3), scenario=replace(_run(3).scenario, name="softmax"))
+    bundle = write_synthetic(store, run)
+    catalog.record(store, load_run(bundle), bundle)
+    row = catalog.sync(store).entries[run.run_id].run
+    assert (row.scenario, row.device, row.machine) == ("softmax", "cpu", digest(run).machine)

@@ -12,6 +12,7 @@ from typing import Any
 
 from factories import chrome_trace, synthetic_run, variant
 
+from reportgen.catalog.table import CATALOG_DIR
 from reportgen.model.run import OpRow, Run, VariantStatus
 
 # A payload that executes sets window.__pwned; one that loads sets nothing but makes a request to port 1.
@@ -53,16 +54,19 @@ CLI_LABEL = _fit(PAYLOADS, 200)
 LITERAL_TEMPLATE = "{{ 7*7 }}"
 
 
+
 def snapshot(*roots: Path, listing: bool = True) -> dict[str, str]:
     """Every path under ``roots`` (and the listing of their parent folders) -> content hash or link target.
 
-    Two equal snapshots mean the trees are byte-identical, and no temporary folder was left beside them.
+    Two equal snapshots mean the trees are byte-identical, and no temporary folder was left beside them. A store's
+    catalog (``.catalog/``) is left out: it is a cache of the bundles that readers bring up to date
+    (tests/test_catalog.py holds it to the bundles).
     """
     out: dict[str, str] = {}
     for root in roots:
         parent = root.parent
         if listing:
-            out[f"listing:{parent}"] = "\n".join(sorted(os.listdir(parent))) if parent.is_dir() else "<none>"
+            out[f"listing:{parent}"] = "\n".join(sorted(set(os.listdir(parent)) - {CATALOG_DIR})) if parent.is_dir() else "<none>"
         if root.is_symlink():
             out[str(root)] = "link:" + os.readlink(root)
             continue
@@ -73,6 +77,8 @@ def snapshot(*roots: Path, listing: bool = True) -> dict[str, str]:
             out[str(root)] = _file_hash(root)
             continue
         for dirpath, dirnames, filenames in os.walk(root):
+            if CATALOG_DIR in dirnames:
+                dirnames.remove(CATALOG_DIR)
             out[dirpath] = "dir"
             for name in sorted(dirnames + filenames):
                 p = Path(dirpath) / name

@@ -261,7 +261,7 @@ def test_cli_prints_the_run_and_build_reads_it(tmp_path: Path, capsys: pytest.Ca
     code = main(["import", str(REAL_TRACES_DIR / "amd_trace.trace.json.gz"), "--label", "prod step 1200",
                  "--store", str(store)])
     out = capsys.readouterr().out.splitlines()
-    (run_dir,) = [p for p in store.iterdir()]
+    (run_dir,) = [p for p in store.iterdir() if not p.name.startswith(".")]
     assert code == 0 and out == [f"imported run {run_dir.name}", str(run_dir)]
     assert run_dir.name.split("-")[1:5] == ["rocm", "prod", "step", "1200"]
 

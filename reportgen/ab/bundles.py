@@ -7,6 +7,7 @@ import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reportgen import catalog
 from reportgen.ab.pair import SIDES, PairResult, SideReport, VariantKind, side_memory
 from reportgen.ab.settings import HUGE_PAGES_TEXT, AbSettings
 from reportgen.analysis.stats import median_or_none
@@ -40,10 +41,11 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
     for side, run in runs.items():
         partner = runs["head" if side == "base" else "base"].run_id
         assert run.ab is not None
-        write_bundle(store, dataclasses.replace(
+        stored = dataclasses.replace(
             run, ab=dataclasses.replace(run.ab, partner_run_id=partner),
             notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner}: {len(run.ab.rounds)} rounds "
-                   f"in {result.sessions} sessions",) + setting_notes(result.settings)), {})
+                   f"in {result.sessions} sessions",) + setting_notes(result.settings))
+        catalog.record(store, stored, write_bundle(store, stored, {}))
     return {side: run.run_id for side, run in runs.items()}
 
 

@@ -115,10 +115,18 @@ def catalog_run(run: Run, bundle: Path) -> tuple[CatalogRun, list[GroupPoint]]:
     return row, group_points(d)
 
 
-def record(store: Path, run: Run, bundle: Path) -> None:
-    """Add a just-stored run to the catalog as a part of its own (OSError when the folder cannot be written)."""
-    row, points = catalog_run(run, bundle)
-    table.write_part(catalog_folder(store), [row], points)
+def record(store: Path, run: Run, bundle: Path) -> bool:
+    """Add a just-stored run to the catalog as a part of its own; False when the catalog cannot be written.
+
+    The run is stored either way: the catalog is a cache of the bundles, and the next reader adds what a write
+    could not (so a full disk or a read-only ``.catalog`` never fails a measurement).
+    """
+    try:
+        row, points = catalog_run(run, bundle)
+        table.write_part(catalog_folder(store), [row], points)
+    except OSError:
+        return False
+    return True
 
 
 def sync(store: Path) -> Catalog:

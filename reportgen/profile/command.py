@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from reportgen import catalog
 from reportgen.analysis.run_view import baseline_name
 from reportgen.analysis.stats import summarize
 from reportgen.devices import select_backend
@@ -188,7 +189,7 @@ def _work_folder() -> Iterator[Path]:
 def _store_or_keep(store: Path, run: Run, files: dict[str, Path | bytes]) -> Path:
     """Write the bundle to the store; if the store cannot be written, keep the measurement elsewhere and say where."""
     try:
-        return write_bundle(store, run, files)
+        bundle = write_bundle(store, run, files)
     except StoreWriteError as exc:
         fallback = Path(tempfile.gettempdir()) / UNSAVED_FOLDER
         try:
@@ -198,6 +199,8 @@ def _store_or_keep(store: Path, run: Run, files: dict[str, Path | bytes]) -> Pat
                                             f"({again.reason}), so the measurement is lost") from None
         raise BundleError(f"{exc.path}: cannot write ({exc.reason}); the run was saved to {kept} instead: "
                           "move that folder into the store when there is room") from None
+    catalog.record(store, run, bundle)
+    return bundle
 
 
 def _measure_all(request: ProfileRequest, backend: Backend, work: Path, progress: ProgressPrinter

@@ -12,11 +12,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from reportgen import catalog
 from reportgen.analysis import change_points as cp
-from reportgen.analysis.history import digest, history
+from reportgen.analysis.history import history
 from reportgen.errors import ExitCode
-from reportgen.store.loader import load_store_tolerant
-from reportgen.store.runs import RunsRequest, select_runs
+from reportgen.store.loader import check_is_store, list_run_dirs
 from reportgen.store.withdrawn import read_withdrawn
 from reportgen.text.terminal import printable
 
@@ -37,11 +37,15 @@ class HistoryRequest:
 
 def store_steps(request: HistoryRequest) -> tuple[tuple[cp.SeriesSteps, ...], list[str]]:
     """Each series of the selected runs with its steps, and one message per bundle that did not load."""
-    loaded, problems = load_store_tolerant(request.store)
+    cat = catalog.sync(request.store)
+    if not cat.entries:
+        check_is_store(request.store, list_run_dirs(request.store))
     withdrawn = read_withdrawn(request.store) if request.store.is_dir() else {}
-    runs = select_runs(loaded, RunsRequest(request.store, request.scenario, request.machine), withdrawn)
-    groups = history([digest(r) for r in runs])
-    return tuple(s for g in groups for s in cp.series_steps(g)), [p.message for p in problems]
+    ids = [i for i, e in cat.entries.items()
+           if (request.scenario is None or e.run.scenario == request.scenario)
+           and (request.machine is None or e.run.machine == request.machine) and i not in withdrawn]
+    groups = history(cat.digests(ids))
+    return tuple(s for g in groups for s in cp.series_steps(g)), [p.message for p in cat.problems]
 
 
 def run_history_command(request: HistoryRequest) -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reportgen import devices
+from reportgen import catalog, devices
 from reportgen.devices.spec import DeviceSummary
 from reportgen.errors import ExitCode
 from reportgen.model.breakdown import TraceBreakdown
@@ -103,7 +103,9 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
                                                       for v in run.variants),
                                   notes=run.notes + tuple(f"{name}: no breakdown: the trace's times overflow a float"
                                                           for name, b in breakdowns.items() if b is None))
-        return write_bundle(store, run, files)
+        bundle = write_bundle(store, run, files)
+        catalog.record(store, run, bundle)
+        return bundle
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if not store_existed:

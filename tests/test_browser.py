@@ -165,7 +165,8 @@ def test_every_html_page_of_the_site_is_reached_from_the_front_page(crawled: Cra
     on_disk = {p.relative_to(crawled.site).as_posix() for p in crawled.site.rglob("*.html")}
     reached = {_page_file(u, crawled.base_url) for u in crawled.pages}
     assert on_disk - reached == set()
-    assert len(on_disk) == 3 + len(list((crawled.site / "runs").iterdir()))  # index, latest, help + runs
+    archive = len(list((crawled.site / "archive").iterdir()))
+    assert len(on_disk) == 3 + archive + len(list((crawled.site / "runs").iterdir()))  # index, latest, help + pages
 
 
 def test_latest_leads_to_the_newest_run(crawled: Crawled) -> None:

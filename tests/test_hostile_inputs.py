@@ -397,7 +397,7 @@ CASES: dict[str, Case] = {
                                    "line 1 column 2 (char 1)); restore it or build into a new folder"),
     "site: future manifest": Case(lambda c: _site_manifest(c, '{"schema_version": 7, "runs": []}'), ExitCode.BAD_INPUT,
                                   "{site}/manifest.json: field 'schema_version' is 7, newer than this reportgen writes "
-                                  "(1); upgrade reportgen"),
+                                  "(2); upgrade reportgen"),
     "site: manifest run id with ../": Case(
         lambda c: _site_manifest(c, json.dumps({"schema_version": 1, "runs": [
             {"run_id": "../../x", "run_json_sha256": "0", "renderer_version": "0"}]})), ExitCode.BAD_INPUT,

@@ -24,7 +24,7 @@ from reportgen.site import build as site_build
 from reportgen.site import pages as site_pages
 from reportgen.site import plan as site_plan
 from reportgen.store.layout import safe_component
-from reportgen.store.loader import load_run
+from reportgen.store.loader import load_run, load_store
 from reportgen.text import formatting
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
@@ -104,9 +104,9 @@ def test_site_layout_and_every_link_resolves(tmp_path: Path) -> None:
     store = _store_with(tmp_path, synthetic_run(with_traces=True), _run_b())
     out = tmp_path / "myrepo" / "site"
     result = site.build_site(store, out, "/myrepo/")
-    assert result.summary() == (f"built {out}: 8 page(s) written, 2 run(s) (2 rendered, 0 unchanged, "
+    assert result.summary() == (f"built {out}: 9 page(s) written, 2 run(s) (2 rendered, 0 unchanged, "
                                 "0 kept from earlier builds)")
-    for rel in ("index.html", "index.md", ".nojekyll", "assets/style.css", "latest/index.html", "help/index.html",
+    for rel in ("index.html", "index.md", "archive/1.html", ".nojekyll", "assets/style.css", "latest/index.html", "help/index.html",
                 f"runs/{RUN_A}/index.html", f"runs/{RUN_A}/report.md", f"runs/{RUN_A}/data/run.json",
                 f"runs/{RUN_A}/data/traces/naive.pt.trace.json.gz", f"runs/{RUN_A}/time-per-variant.svg",
                 f"runs/{RUN_A}/timeline-compiled.svg"):
@@ -114,7 +114,7 @@ def test_site_layout_and_every_link_resolves(tmp_path: Path) -> None:
     assert _assert_links_resolve(out) > 40
     assert (out / f"runs/{RUN_A}/data/run.json").read_bytes() == (store / RUN_A / "run.json").read_bytes()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["schema_version"] == 1 and manifest["base_url"] == "/myrepo/"
+    assert manifest["schema_version"] == 2 and manifest["base_url"] == "/myrepo/"
     assert [r["run_id"] for r in manifest["runs"]] == [RUN_A, RUN_B]
     expected = hashlib.sha256((store / RUN_A / "run.json").read_bytes()).hexdigest()
     assert manifest["runs"][0]["run_json_sha256"] == expected
@@ -157,7 +157,7 @@ def test_two_builds_are_byte_identical(tmp_path: Path) -> None:
     site.build_site(store, tmp_path / "one", "/r/")
     site.build_site(store, tmp_path / "two", "/r/")
     one, two = _hashes(tmp_path / "one"), _hashes(tmp_path / "two")
-    assert len(one) == 29
+    assert len(one) == 30  # with the archive page
     assert one == two
 
 
@@ -281,7 +281,16 @@ def test_refuses_a_newer_manifest(tmp_path: Path) -> None:
     with pytest.raises(SiteError) as err:
         site.build_site(_store_with(tmp_path, synthetic_run()), out, "/")
     assert str(err.value) == (f"{out / 'manifest.json'}: field 'schema_version' is 99, newer than this reportgen "
-                              "writes (1); upgrade reportgen")
+                              "writes (2); upgrade reportgen")
+
+
+def digest_json(store: Path) -> dict[str, object]:
+    """The digest of the store's one run, as the manifest keeps a carried page's."""
+    from reportgen.analysis.history import digest
+    from reportgen.model.codec import to_jsonable
+
+    (run,) = load_store(store)
+    return to_jsonable(digest(run))  # type: ignore[no-any-return]
 
 
 def test_a_corrupt_manifest_digest_is_refused_with_its_field(tmp_path: Path) -> None:
@@ -289,6 +298,7 @@ def test_a_corrupt_manifest_digest_is_refused_with_its_field(tmp_path: Path) -> 
     out = tmp_path / "site"
     site.build_site(store, out, "/")
     manifest = json.loads((out / "manifest.json").read_text())
+    manifest["runs"][0]["digest"] = digest_json(store)  # as a carried page's is kept
     manifest["runs"][0]["digest"]["variants"][0]["median_us"] = -1.0
     (out / "manifest.json").write_text(json.dumps(manifest))
     before = _hashes(out)
@@ -424,7 +434,7 @@ def test_cli_build_prints_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     store = _store_with(tmp_path, synthetic_run())
     code = main(["build", "--runs", str(store), "--out", str(tmp_path / "site"), "--base-url", "/x/"])
     assert code == 0
-    assert capsys.readouterr().out == (f"built {tmp_path / 'site'}: 6 page(s) written, 1 run(s) "
+    assert capsys.readouterr().out == (f"built {tmp_path / 'site'}: 7 page(s) written, 1 run(s) "
                                        "(1 rendered, 0 unchanged, 0 kept from earlier builds)\n")
     assert main(["build", "--runs", str(tmp_path / "none"), "--out", str(tmp_path / "s2")]) == 3
 

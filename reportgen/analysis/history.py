@@ -145,6 +145,8 @@ class HistoryGroup:
     series: tuple[HistorySeries, ...]
     git_shas: tuple[str | None, ...] = ()
     """Each run's git commit (from its environment), parallel to ``run_ids``: a step's commit range."""
+    runs_total: int = 0
+    """Runs of the group in all; more than ``run_ids`` when only the latest were kept (``window``)."""
 
 
 def group_key(d: RunDigest) -> GroupKey:
@@ -205,12 +207,13 @@ def history(digests: Sequence[RunDigest]) -> tuple[HistoryGroup, ...]:
     return groups_from_points([p for d in digests for p in group_points(d)])
 
 
-def groups_from_points(points: Sequence[GroupPoint]) -> tuple[HistoryGroup, ...]:
-    """The history groups of these points (any order; a group's runs oldest first, ties by run id)."""
+def groups_from_points(points: Sequence[GroupPoint], window: int | None = None) -> tuple[HistoryGroup, ...]:
+    """The history groups of these points (any order; a group's runs oldest first, ties by run id); with
+    ``window``, each group keeps only its latest ``window`` runs (``runs_total`` says how many it has)."""
     groups: dict[str, list[GroupPoint]] = {}
     for p in sorted(points, key=lambda p: (p.created_utc, p.run_id, p.variant_index)):
         groups.setdefault(p.key, []).append(p)
-    out = [_history_group(members) for members in groups.values()]
+    out = [_history_group(members, window) for members in groups.values()]
     return tuple(sorted(out, key=lambda g: (g.title, g.key)))
 
 
@@ -221,8 +224,13 @@ def _per_shape(d: RunDigest) -> list[RunDigest]:
             for s in d.shapes]
 
 
-def _history_group(members: list[GroupPoint]) -> HistoryGroup:
-    """One group from its points, oldest run first."""
+def _history_group(members: list[GroupPoint], window: int | None = None) -> HistoryGroup:
+    """One group from its points, oldest run first (its latest ``window`` runs only, when given)."""
+    ids = list(dict.fromkeys(p.run_id for p in members))
+    total = len(ids)
+    if window is not None and total > window:
+        kept = set(ids[-window:])
+        members = [p for p in members if p.run_id in kept]
     runs: dict[str, GroupPoint] = {}
     points: dict[str, list[HistoryPoint]] = {}
     for p in members:
@@ -245,4 +253,5 @@ def _history_group(members: list[GroupPoint]) -> HistoryGroup:
         created_utc=tuple(p.created_utc for p in runs.values()),
         series=tuple(HistorySeries(n, tuple(ps)) for n, ps in points.items() if ps),
         git_shas=tuple(p.git_sha for p in runs.values()),
+        runs_total=total,
     )

@@ -18,11 +18,19 @@ from pathlib import Path
 
 from reportgen.errors import SiteError, UsageError
 from reportgen.site import fs
+from reportgen.site.lists import (
+    ARCHIVE_DIR,
+    HISTORY_DIR,
+    INDEX_RUNS,
+    digests_of,
+    history_charts,
+    write_archive,
+)
 from reportgen.site.manifest import (
     RUNS_DIR,
     PageOrigin,
     SiteRun,
-    read_manifest,
+    read_old_site,
     write_manifest,
 )
 from reportgen.site.pages import (
@@ -35,7 +43,7 @@ from reportgen.site.pages import (
     write_pages,
     write_static,
 )
-from reportgen.site.plan import SitePlan, gather, load_latest
+from reportgen.site.plan import SitePlan, carried_site_run, gather, load_latest
 from reportgen.site.workers import default_jobs, in_background, render_workers
 from reportgen.store.atomic import make_folders
 from reportgen.store.loader import check_is_store, list_run_dirs
@@ -86,12 +94,11 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                         "(the site was not changed)")
     check_is_store(store, dirs)  # a run bundle or an unrelated folder as --runs: one line, not a warning per folder
     fs.check_build_target(out, store, SITE_MARKERS)
-    read_manifest(out)  # refuse a folder that is not a site before the lock file is made
+    read_old_site(out)  # refuse a folder that is not a site before the lock file is made
     make_folders(out.parent)
     with fs.exclusive_lock(out):
         fs.clear_leftovers(out, Path(MANIFEST_FILE))
-        old_entries = read_manifest(out)
-        plan = gather(store, out, old_entries)
+        plan = gather(store, out, read_old_site(out))
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
         try:
             os.chmod(tmp, 0o755)
@@ -185,13 +192,13 @@ def _keep_old_pages(failed: list[FailedPage], plan: SitePlan, root: Path, old_si
         old = fallbacks.get(f.run_id)
         if old is not None:
             fs.link_tree(old_site / RUNS_DIR / f.run_id, root / RUNS_DIR / f.run_id)
-            kept.append(old)
+            kept.append(carried_site_run(old_site, old))
     return kept
 
 
 def _remove_lists(root: Path) -> None:
     """Delete what _write_lists wrote, so that it can write them again."""
-    for folder in ("history", "latest", "help", "assets"):
+    for folder in (HISTORY_DIR, ARCHIVE_DIR, "latest", "help", "assets"):
         shutil.rmtree(root / folder, ignore_errors=True)
     for name in ("index.html", "index.md", NOJEKYLL, MANIFEST_FILE):
         (root / name).unlink(missing_ok=True)
@@ -199,8 +206,9 @@ def _remove_lists(root: Path) -> None:
 
 def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list[FailedPage], plan: SitePlan,
                  root: Path, base_url: str, old_site: Path) -> int:
-    """What lists every run: the index (with the newest run's summary), history charts, assets, the manifest."""
-    every = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.digest.created_utc, r.digest.run_id))
+    """What lists the runs (the index with the newest run's summary, the archive, the history charts), assets and
+    the manifest; only what changed is drawn (:mod:`reportgen.site.lists`)."""
+    every = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.created_utc, r.entry.run_id))
     runs = [r for r in every if r.entry.run_id not in plan.withdrawn]
     latest = None
     if runs:
@@ -208,8 +216,12 @@ def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list
         fresh = next((r.run for r in rendered if r.site_run.entry.run_id == newest.entry.run_id), None)
         latest = fresh or load_latest(next(p for p in plan.runs if p.run_id == newest.entry.run_id), newest,
                                       old_site)
-    pages = sum(r.pages for r in rendered)
-    pages += write_index([r.digest for r in runs], latest, root, base_url, failed)
+    archive, archive_sigs, pages = write_archive(runs, plan, root, old_site)
+    history = history_charts(runs, plan, root, old_site)
+    shown = list(reversed(digests_of(runs[-INDEX_RUNS:], plan)))
+    context = {"runs": shown, "run_count": len(runs), "archive": archive, "groups": history.groups,
+               "charts": history.charts, "steps": history.steps, "base_url": base_url, "skipped": failed}
+    pages += sum(r.pages for r in rendered) + write_index(context, latest, root)
     write_static(root)
-    write_manifest(every, root, base_url)
+    write_manifest(every, root, base_url, {"archive": archive_sigs, "history": history.kept})
     return pages

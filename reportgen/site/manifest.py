@@ -1,7 +1,10 @@
 """The site's manifest: ``manifest.json``, what a build published, and the constants of the site layout.
 
-The format (version 1): an object with ``schema_version``, ``generator``, ``base_url`` and ``runs``, a list
-of ``{run_id, run_json_sha256, renderer_version, digest}`` sorted by run id, one run per line. ``publish``
+The format (version 2): an object with ``schema_version``, ``generator``, ``base_url``, ``lists`` (what the
+index's archive pages and history charts were drawn from: :mod:`reportgen.site.lists`) and ``runs``, a list of
+``{run_id, run_json_sha256, renderer_version, created_utc}`` sorted by run id, one run per line; a run whose page
+is carried over (its bundle left the store, or can no longer be drawn) keeps its ``digest`` there, the others'
+come from the store's catalog. Version 1 (a ``digest`` for every run, no ``created_utc``) is still read. ``publish``
 reads it through :func:`manifest_pages` and the constants here; nothing else declares them, but for the two
 marker files (``manifest.json``, ``.nojekyll``), named in :mod:`reportgen.store.outputs`, whose output guard
 recognises a site by them.
@@ -24,7 +27,7 @@ from reportgen.store.layout import is_valid_run_id
 from reportgen.store.outputs import MANIFEST_FILE
 from reportgen.text.documents import Limits, load_json
 
-SITE_SCHEMA_VERSION = 1
+SITE_SCHEMA_VERSION = 2
 RUNS_DIR = "runs"
 DATA_DIR = "data"
 RUN_PAGE = "index.html"
@@ -50,19 +53,22 @@ class ManifestEntry:
 
 @dataclass(frozen=True)
 class OldEntry:
-    """A run the old site's manifest lists, with the digest its index was built from."""
+    """A run the old site's manifest lists: its time, and its digest where the manifest kept one."""
 
     entry: ManifestEntry
     digest: RunDigest | None
+    created_utc: str | None = None
 
 
 @dataclass(frozen=True)
 class SiteRun:
-    """One published run of the new site: its manifest entry, its digest, and where its page came from."""
+    """One published run of the new site: its manifest entry, time, where its page came from, and its digest
+    (None: read from the store's catalog when a list shows the run)."""
 
     entry: ManifestEntry
-    digest: RunDigest
+    created_utc: str
     origin: PageOrigin
+    digest: RunDigest | None = None
 
 
 def run_page(run_id: str) -> str:
@@ -81,10 +87,23 @@ def manifest_pages(data: object) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class OldSite:
+    """What the old site's manifest says: its runs by id, and what its lists were drawn from."""
+
+    runs: dict[str, OldEntry]
+    lists: dict[str, object]
+
+
 def read_manifest(out: Path) -> dict[str, OldEntry]:
     """The old site's published runs by id; {} for no site or an empty folder; refuse anything else."""
+    return read_old_site(out).runs
+
+
+def read_old_site(out: Path) -> OldSite:
+    """The old site's manifest; empty for no site or an empty folder; refuse anything else."""
     if not out.exists():
-        return {}
+        return OldSite({}, {})
     if not out.is_dir():
         raise SiteError(f"{out}: is a file, not a site folder; pass --out a folder")
     path = out / MANIFEST_FILE
@@ -92,7 +111,7 @@ def read_manifest(out: Path) -> dict[str, OldEntry]:
         if any(out.iterdir()):
             raise SiteError(f"{out}: not empty and has no {MANIFEST_FILE}, so it is not a reportgen site; "
                             "pass --out an empty or new folder (nothing was changed)")
-        return {}
+        return OldSite({}, {})
     try:
         raw = read_regular(path)
     except NotRegularFile as exc:
@@ -103,7 +122,7 @@ def read_manifest(out: Path) -> dict[str, OldEntry]:
     return _parse_manifest(data, path)
 
 
-def _parse_manifest(data: object, path: Path) -> dict[str, OldEntry]:
+def _parse_manifest(data: object, path: Path) -> OldSite:
     """Validate the manifest JSON: version first, then each run entry."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
         raise SiteError(f"{path}: field 'schema_version' is missing; this is not a reportgen site manifest")
@@ -122,8 +141,11 @@ def _parse_manifest(data: object, path: Path) -> dict[str, OldEntry]:
             raise SiteError(f"{path}: field 'runs[{i}].run_id' {item['run_id'][:60]!r} is not a safe folder name")
         entry = ManifestEntry(item["run_id"], item["run_json_sha256"], item["renderer_version"])
         digest = _parse_digest(item.get("digest"), path, i)
-        out[entry.run_id] = OldEntry(entry, digest)
-    return out
+        created = item.get("created_utc")
+        created = created if isinstance(created, str) else digest.created_utc if digest is not None else None
+        out[entry.run_id] = OldEntry(entry, digest, created)
+    lists = data.get("lists")
+    return OldSite(out, lists if isinstance(lists, dict) else {})
 
 
 def _parse_digest(data: object, path: Path, i: int) -> RunDigest | None:
@@ -136,15 +158,24 @@ def _parse_digest(data: object, path: Path, i: int) -> RunDigest | None:
         raise SiteError(f"{exc}; restore the manifest or build into a new folder") from None
 
 
-def write_manifest(runs: list[SiteRun], root: Path, base_url: str) -> None:
-    """manifest.json: what is published, from which run.json, rendered by which reportgen, and its digest."""
-    head = {"schema_version": SITE_SCHEMA_VERSION, "generator": f"reportgen {__version__}", "base_url": base_url}
-    lines = [json.dumps({"run_id": p.entry.run_id, "run_json_sha256": p.entry.run_json_sha256,
-                         "renderer_version": p.entry.renderer_version, "digest": to_jsonable(p.digest)},
-                        sort_keys=True, allow_nan=False)
+def write_manifest(runs: list[SiteRun], root: Path, base_url: str, lists: dict[str, object] | None = None) -> None:
+    """manifest.json: what is published, from which run.json, rendered by which reportgen, when it ran, the
+    digest of a carried page, and what the lists were drawn from."""
+    head = {"schema_version": SITE_SCHEMA_VERSION, "generator": f"reportgen {__version__}", "base_url": base_url,
+            "lists": lists or {}}
+    lines = [json.dumps(_manifest_line(p), sort_keys=True, allow_nan=False)
              for p in sorted(runs, key=lambda p: p.entry.run_id)]
     # One run per line: json's C encoder (an indented dump runs the pure-Python one, ~0.3 s at 1,000 runs),
     # and a diff of two builds' manifests still shows which runs changed.
-    fields_json = "".join(f"{json.dumps(k)}: {json.dumps(v)},\n" for k, v in sorted(head.items()))
+    fields_json = "".join(f"{json.dumps(k, sort_keys=True)}: {json.dumps(v, sort_keys=True)},\n"
+                          for k, v in sorted(head.items()))
     text = "{\n" + fields_json + '"runs": [\n' + ",\n".join(lines) + "\n]\n}\n"
     (root / MANIFEST_FILE).write_text(text, encoding="utf-8")
+
+
+def _manifest_line(p: SiteRun) -> dict[str, object]:
+    line: dict[str, object] = {"run_id": p.entry.run_id, "run_json_sha256": p.entry.run_json_sha256,
+                               "renderer_version": p.entry.renderer_version, "created_utc": p.created_utc}
+    if p.origin is PageOrigin.CARRIED and p.digest is not None:
+        line["digest"] = to_jsonable(p.digest)
+    return line

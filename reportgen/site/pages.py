@@ -10,10 +10,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from reportgen import __version__
-from reportgen.analysis.change_points import series_steps
-from reportgen.analysis.history import RunDigest, digest, history
+from reportgen.analysis.history import digest
 from reportgen.analysis.run_view import RunView, run_view
 from reportgen.analysis.timeline import (
     TimelineLayout,
@@ -28,7 +28,7 @@ from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html,
 from reportgen.site.manifest import DATA_DIR, ManifestEntry, PageOrigin, SiteRun
 from reportgen.site.workers import render_workers, worker_init
 from reportgen.store.files import read_regular
-from reportgen.store.layout import RUN_FILE, safe_component, slug
+from reportgen.store.layout import RUN_FILE, safe_component
 from reportgen.store.loader import load_run, member_file
 from reportgen.store.outputs import NOJEKYLL
 from reportgen.store.withdrawn import read_withdrawn
@@ -107,7 +107,7 @@ def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedP
     except BAD_DATA as exc:
         shutil.rmtree(task.dest, ignore_errors=True)
         return FailedPage(task.bundle.name, exc.message)
-    return RenderedPage(run, SiteRun(entry, digest(run, view), PageOrigin.RENDERED), pages)
+    return RenderedPage(run, SiteRun(entry, run.created_utc, PageOrigin.RENDERED, digest(run, view)), pages)
 
 
 def write_pages(tasks: list[RunPageTask]) -> list[FailedPage]:
@@ -283,26 +283,10 @@ def _trace_suffix(source: Path) -> str:
         return ".json.gz" if fh.read(2) == GZIP_MAGIC else ".json"
 
 
-def write_index(digests: list[RunDigest], latest_run: Run | None, root: Path, base_url: str,
-                skipped: list[FailedPage]) -> int:
-    """index.html, index.md, history charts, the latest/ redirect and the help page."""
-    from reportgen.render.history_plot import history_chart
-
-    groups = history(digests)
-    steps = {g.key: series_steps(g) for g in groups}
-    history_dir = root / "history"
-    history_dir.mkdir()
-    charts: dict[str, str] = {}
-    for g in groups:
-        if not g.series or len(g.run_ids) < 2:  # one point is not a history: the table says it
-            continue
-        name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
-        history_chart(g, history_dir / name, steps[g.key])
-        charts[g.key] = f"history/{name}"
+def write_index(context: dict[str, Any], latest_run: Run | None, root: Path) -> int:
+    """index.html and index.md (``context``: what the index shows), the latest/ redirect and the help page."""
     latest = run_view(latest_run) if latest_run else None
-    context = {"runs": list(reversed(digests)), "latest": latest, "groups": groups, "charts": charts, "steps": steps,
-               "built_at": built_at(), "version": __version__, "base_url": base_url, "root": "",
-               "skipped": skipped}
+    context = {**context, "latest": latest, "built_at": built_at(), "version": __version__, "root": ""}
     (root / "index.html").write_text(render_html("index.html", **context), encoding="utf-8")
     (root / "index.md").write_text(render_md("index.md", **context), encoding="utf-8")
     (root / "latest").mkdir()

@@ -4,12 +4,14 @@ and the renderer version that says when a reused page would no longer be what th
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from reportgen import __version__
+from reportgen import __version__, catalog
 from reportgen.analysis.history import digest
+from reportgen.catalog.sync import Catalog
+from reportgen.catalog.table import CatalogRun
 from reportgen.errors import SiteError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR
@@ -19,10 +21,10 @@ from reportgen.site.manifest import (
     RUNS_DIR,
     ManifestEntry,
     OldEntry,
+    OldSite,
     PageOrigin,
     SiteRun,
 )
-from reportgen.site.pages import sha256_file
 from reportgen.store.files import NotRegularFile, read_regular
 from reportgen.store.layout import RUN_FILE
 from reportgen.store.loader import list_run_dirs, load_run
@@ -43,7 +45,7 @@ class PlannedRun:
     """The run's bundle in the store; None for a run carried over from an older build."""
     known: SiteRun | None = None
     """Entry and digest of a reused or carried page; None for a page rendered now (known once rendered)."""
-    fallback: SiteRun | None = None
+    fallback: OldEntry | None = None
     """For a page to render: the old site's page of the same run, kept if the bundle can no longer be drawn."""
 
 
@@ -54,6 +56,10 @@ class SitePlan:
     runs: tuple[PlannedRun, ...]
     renderer_version: str
     withdrawn: frozenset[str] = frozenset()  # runs `reportgen rm` withdrew: kept in the manifest, out of the index
+    catalog: Catalog | None = None
+    """The store's catalog: the digests and history points of the runs whose SiteRun has no digest."""
+    old_lists: dict[str, object] = field(default_factory=dict)
+    """What the old site's lists were drawn from (its manifest's ``lists``)."""
 
 
 def package_dir() -> Path:
@@ -81,47 +87,55 @@ def renderer_version(code_dir: Path | None = None, templates_dir: Path | None = 
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def gather(store: Path, out: Path, old: dict[str, OldEntry]) -> SitePlan:
-    """Hash every stored run and decide, per run, whether to render, reuse or carry its page.
+def gather(store: Path, out: Path, old: OldSite) -> SitePlan:
+    """Bring the store's catalog up to date and decide, per run, whether to render, reuse or carry its page.
 
-    An unchanged run (same run.json hash, same renderer) is not even loaded: its digest comes
-    from the old manifest, which keeps adding one run to a large site cheap. A run to render is
-    loaded later, once, by the process that renders its page.
+    An unchanged run (the catalog's run.json hash and the renderer as the old manifest has them) is
+    neither read nor loaded: a build lists the store and ``stat``s each run.json, which keeps adding one
+    run to a large site cheap. A run to render is loaded later, once, by the process that renders its page.
     """
     version = renderer_version()
+    cat = catalog.sync(store)
     planned: dict[str, PlannedRun] = {}
     withdrawn = frozenset(read_withdrawn(store))
     for bundle in list_run_dirs(store):
-        reused = None if bundle.name in withdrawn else _reuse(bundle, out, old, version)
+        entry = cat.entries.get(bundle.name)
+        reused = None if bundle.name in withdrawn or entry is None else _reuse(bundle, entry.run, out, old, version)
         planned[bundle.name] = reused or PlannedRun(
             bundle.name, PageOrigin.RENDERED, bundle, bundle, fallback=_fallback(bundle.name, out, old))
-    for run_id, prev in sorted(old.items()):
+    for run_id, prev in sorted(old.runs.items()):
         if run_id not in planned:
             d = prev.digest or digest(load_carried(out, run_id))
             planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, out / RUNS_DIR / run_id, None,
-                                         SiteRun(prev.entry, d, PageOrigin.CARRIED))
-    return SitePlan(tuple(planned.values()), version, withdrawn)
+                                         SiteRun(prev.entry, d.created_utc, PageOrigin.CARRIED, d))
+    return SitePlan(tuple(planned.values()), version, withdrawn, cat, old.lists)
 
 
-def _fallback(run_id: str, out: Path, old: dict[str, OldEntry]) -> SiteRun | None:
-    """The old site's page of ``run_id``, if it has one with a digest (published pages are never removed)."""
-    prev = old.get(run_id)
-    if prev is None or prev.digest is None or not (out / RUNS_DIR / run_id / RUN_PAGE).is_file():
+def carried_site_run(out: Path, prev: OldEntry) -> SiteRun:
+    """The old site's page of a run kept as it was, with its digest (from the manifest, else its run.json copy)."""
+    d = prev.digest or digest(load_carried(out, prev.entry.run_id))
+    return SiteRun(prev.entry, d.created_utc, PageOrigin.CARRIED, d)
+
+
+def _fallback(run_id: str, out: Path, old: OldSite) -> OldEntry | None:
+    """The old site's page of ``run_id``, if it has one (published pages are never removed)."""
+    prev = old.runs.get(run_id)
+    if prev is None or not (out / RUNS_DIR / run_id / RUN_PAGE).is_file():
         return None
-    return SiteRun(prev.entry, prev.digest, PageOrigin.CARRIED)
+    return prev
 
 
-def _reuse(bundle: Path, out: Path, old: dict[str, OldEntry], version: str) -> PlannedRun | None:
+def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str) -> PlannedRun | None:
     """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered."""
-    prev = old.get(bundle.name)
-    run_json = bundle / RUN_FILE
-    if prev is None or prev.digest is None or bundle.is_symlink() or run_json.is_symlink() or not run_json.is_file():
+    prev = old.runs.get(bundle.name)
+    if prev is None or bundle.is_symlink() or (bundle / RUN_FILE).is_symlink():
         return None
-    entry = ManifestEntry(bundle.name, sha256_file(run_json), version)
+    entry = ManifestEntry(bundle.name, row.run_json_sha256, version)
     page = out / RUNS_DIR / bundle.name
     if prev.entry != entry or not (page / RUN_PAGE).is_file():
         return None
-    return PlannedRun(bundle.name, PageOrigin.REUSED, page, bundle, SiteRun(entry, prev.digest, PageOrigin.REUSED))
+    return PlannedRun(bundle.name, PageOrigin.REUSED, page, bundle,
+                      SiteRun(entry, row.created_utc, PageOrigin.REUSED))
 
 
 def load_latest(newest: PlannedRun, published: SiteRun, out: Path) -> Run:

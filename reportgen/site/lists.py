@@ -1,0 +1,165 @@
+"""What lists the runs: the index (the latest runs), the archive pages (every run), the history charts.
+
+Their cost must not grow with the store: the index shows the newest ``INDEX_RUNS`` runs; the archive holds
+``ARCHIVE_PAGE_RUNS`` runs per page, oldest first, so a new run changes only the last page; each history chart
+shows a group's latest ``HISTORY_WINDOW`` runs. An archive page or a chart whose inputs are unchanged (same
+runs, same renderer: their *signature*, kept in the manifest's ``lists``) is linked from the old site, not drawn
+again; a group's steps are kept there too. Digests and history points come from the runs' SiteRun where it has
+one, else from the store's catalog.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reportgen.analysis.change_points import SeriesSteps, series_steps
+from reportgen.analysis.history import GroupPoint, HistoryGroup, RunDigest, group_points, groups_from_points
+from reportgen.errors import BundleError
+from reportgen.model.codec import from_jsonable, to_jsonable
+from reportgen.render.jinja import render_html
+from reportgen.site.manifest import SiteRun
+from reportgen.site.plan import SitePlan
+from reportgen.store.layout import slug
+
+INDEX_RUNS = 50
+ARCHIVE_PAGE_RUNS = 1000
+HISTORY_WINDOW = 500
+ARCHIVE_DIR = "archive"
+HISTORY_DIR = "history"
+
+
+@dataclass(frozen=True)
+class ArchivePage:
+    """One archive page: its number (from 1), the positions of its first and last run (from 1), its link."""
+
+    number: int
+    first: int
+    last: int
+
+    @property
+    def href(self) -> str:
+        return f"{ARCHIVE_DIR}/{self.number}.html"
+
+
+@dataclass(frozen=True)
+class HistoryCharts:
+    """The groups the index shows, their chart files (by key) and steps, and what to keep in the manifest."""
+
+    groups: tuple[HistoryGroup, ...]
+    charts: dict[str, str]
+    steps: dict[str, tuple[SeriesSteps, ...]]
+    kept: dict[str, object]
+
+
+def digests_of(runs: Sequence[SiteRun], plan: SitePlan) -> list[RunDigest]:
+    """The digests of ``runs`` in their order: the SiteRun's own, else the catalog's."""
+    missing = [r.entry.run_id for r in runs if r.digest is None]
+    found = {d.run_id: d for d in plan.catalog.digests(missing)} if missing and plan.catalog else {}
+    out = []
+    for r in runs:
+        d = r.digest or found.get(r.entry.run_id)
+        if d is None:
+            raise BundleError(f"run {r.entry.run_id}: in neither the store's catalog nor the site's manifest")
+        out.append(d)
+    return out
+
+
+def history_points(runs: Sequence[SiteRun], plan: SitePlan) -> list[GroupPoint]:
+    """Every history point of ``runs``: from their digests where the SiteRun has one, else from the catalog."""
+    from_catalog = {r.entry.run_id for r in runs if r.digest is None}
+    points = [p for p in plan.catalog.points() if p.run_id in from_catalog] if from_catalog and plan.catalog else []
+    return points + [p for r in runs if r.digest is not None for p in group_points(r.digest)]
+
+
+def archive_pages(count: int) -> list[ArchivePage]:
+    """The archive's pages for ``count`` runs."""
+    return [ArchivePage(k // ARCHIVE_PAGE_RUNS + 1, k + 1, min(count, k + ARCHIVE_PAGE_RUNS))
+            for k in range(0, count, ARCHIVE_PAGE_RUNS)]
+
+
+def write_archive(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site: Path) -> tuple[list[ArchivePage],
+                                                                                               list[str], int]:
+    """Every archive page (oldest run first): unchanged ones linked from the old site; pages, signatures, written."""
+    pages = archive_pages(len(runs))
+    old = plan.old_lists.get("archive")
+    old_sigs = old if isinstance(old, list) else []
+    sigs, written = [], 0
+    (root / ARCHIVE_DIR).mkdir()
+    for page in pages:
+        chunk = runs[page.first - 1: page.last]
+        sig = _signature(plan.renderer_version, len(pages), *(r.entry.run_id for r in chunk))
+        sigs.append(sig)
+        target = root / page.href
+        if page.number <= len(old_sigs) and old_sigs[page.number - 1] == sig and _link(old_site / page.href, target):
+            continue
+        html = render_html("archive.html", runs=digests_of(chunk, plan), page=page, archive=pages,
+                           run_count=len(runs), root="../")
+        target.write_text(html, encoding="utf-8")
+        written += 1
+    return pages, sigs, written
+
+
+def history_charts(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site: Path) -> HistoryCharts:
+    """The index's history groups (latest ``HISTORY_WINDOW`` runs each), with charts drawn only where they changed."""
+    from reportgen.render.history_plot import history_chart
+
+    groups = groups_from_points(history_points(runs, plan), HISTORY_WINDOW)
+    old = plan.old_lists.get("history")
+    old_groups = old if isinstance(old, dict) else {}
+    (root / HISTORY_DIR).mkdir()
+    charts: dict[str, str] = {}
+    steps: dict[str, tuple[SeriesSteps, ...]] = {}
+    kept: dict[str, object] = {}
+    for g in groups:
+        sig = _signature(plan.renderer_version, repr(g))
+        name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
+        prev = old_groups.get(g.key)
+        charted = bool(g.series) and len(g.run_ids) >= 2  # one point is not a history: the table says it
+        reused = _reuse_group(prev, sig, name, old_site, root, charted) if isinstance(prev, dict) else None
+        steps[g.key] = reused if reused is not None else series_steps(g)
+        if charted:
+            charts[g.key] = f"{HISTORY_DIR}/{name}"
+            if reused is None:
+                history_chart(g, root / HISTORY_DIR / name, steps[g.key])
+        kept[g.key] = {"signature": sig, "chart": name, "steps": to_jsonable(steps[g.key])}
+    return HistoryCharts(groups, charts, steps, kept)
+
+
+def _reuse_group(prev: dict[str, Any], sig: str, name: str, old_site: Path, root: Path, charted: bool
+                 ) -> tuple[SeriesSteps, ...] | None:
+    """An unchanged group's steps, its chart linked from the old site; None when it must be drawn again."""
+    if prev.get("signature") != sig or prev.get("chart") != name:
+        return None
+    try:
+        found = from_jsonable(tuple[SeriesSteps, ...], prev.get("steps"), "manifest.json", "lists.history")
+    except BundleError:
+        return None
+    if charted and not _link(old_site / HISTORY_DIR / name, root / HISTORY_DIR / name):
+        return None
+    return found
+
+
+def _link(src: Path, dst: Path) -> bool:
+    """Hard-link an unchanged file from the old site; False when it is not there (then it is drawn again)."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            dst.write_bytes(src.read_bytes())
+        except OSError:
+            return False
+    return True
+
+
+def _signature(*parts: object) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(str(p).encode() + b"\0")
+    return h.hexdigest()[:24]

@@ -141,6 +141,9 @@ def _add_build(sub: Subcommands) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a warning (e.g. a corrupt run.json left out) fails the build with exit 3; the old site "
                    "is left untouched")
+    p.add_argument("--keep-traces", type=int, default=None, metavar="N",
+                   help="retention: publish traces, timelines and device artifacts only for the latest N runs of each "
+                   "history series (older pages keep every figure and run.json; default: keep all)")
 
 
 def _add_compare(sub: Subcommands) -> None:

@@ -9,12 +9,14 @@ file-system step (rename, rmtree, write) of the commit phase, where a random cal
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -126,20 +128,28 @@ def test_build_without_atomic_exchange_recovers_the_site_it_moved_aside(
     dry = kill_at_step(argv, 0, exchange=False)
     assert dry.returncode == 0, dry.stderr
     steps = int(dry.stderr.rsplit("steps=", 1)[1])
-    absent = 0
+    absent = runs_aside = 0
     for step in range(1, steps + 1):
         _restore(site, pristine)
+        for stray in stray_temp_entries(site.parent):  # each step a trial of its own: the same step numbers
+            shutil.rmtree(stray)
         assert kill_at_step(argv, step, exchange=False).returncode == -signal.SIGKILL
         if site.exists():
-            assert tree_hash(site) in (old, new), f"killed before file-system step {step} of {steps}"
+            if killed_site_state(site, old, new) == "runs-aside":
+                runs_aside += 1
+                assert kill_at_step(argv, 0, exchange=False).returncode == 0
+                assert tree_hash(site) == new and stray_temp_entries(site.parent, site) == []
             continue
         absent += 1
         (aside,) = [p for p in site.parent.iterdir() if p.name.startswith(".site-old-")]
-        assert tree_hash(aside) == old
+        (carried,) = [p / "runs" for p in site.parent.iterdir() if p.name.startswith(".site-tmp-") and (p / "runs").is_dir()]
+        shutil.copytree(carried, aside / "runs")  # the old site is aside, its run folders in the new one
+        assert killed_site_state(aside, old, new) in ("old", "old+unlisted")
+        shutil.rmtree(aside / "runs")
         proc = kill_at_step(argv, 0, exchange=False)  # the next build puts the old site back, then builds
         assert proc.returncode == 0, proc.stderr
         assert tree_hash(site) == new and stray_temp_entries(site.parent, site) == []
-    assert absent >= 1  # the kill between the two renames was hit (leftover clean-up shifts step numbers)
+    assert absent >= 1 and runs_aside >= 1  # the kills between the renames of the commit and of the swap were hit
 
 
 def _two_run_store(root: Path) -> Path:
@@ -178,6 +188,30 @@ def old_and_new_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[P
     return store, site, pristine, old, new
 
 
+def killed_site_state(site: Path, old: str, new: str) -> str:
+    """What a killed build left at ``site``: "old", "new", "old+unlisted" (the old site, plus run folders of the
+    new build that no list of it names yet), or "runs-aside" (killed between the two renames of the commit: the
+    old site without its run folders, which wait in the build's own temporary folder for the next build).
+    Anything else fails the test: the site's lists and every page they name are exactly old or new."""
+    h = tree_hash(site)
+    if h in (old, new):
+        return "old" if h == old else "new"
+    listed = {r["run_id"] for r in json.loads((site / "manifest.json").read_text())["runs"]}
+    runs = site / "runs"
+    if runs.is_dir():
+        with tempfile.TemporaryDirectory() as scratch:
+            copy = Path(scratch) / "site"
+            shutil.copytree(site, copy, symlinks=True)
+            extra = [p for p in (copy / "runs").iterdir() if p.name not in listed]
+            for p in extra:
+                shutil.rmtree(p)
+            assert extra and tree_hash(copy) == old, "a killed build changed what the old site lists"
+        return "old+unlisted"
+    aside = [p for p in site.parent.iterdir() if p.name.startswith(".site-tmp-") and (p / "runs").is_dir()]
+    assert len(aside) == 1, "the site lost its run folders"
+    return "runs-aside"
+
+
 def _restore(site: Path, pristine: Path) -> None:
     shutil.rmtree(site, ignore_errors=True)
     shutil.copytree(pristine, site)
@@ -194,7 +228,7 @@ def test_build_killed_at_random_moments(old_and_new_site: tuple[Path, Path, Path
         _restore(site, pristine)
         proc = kill_at_call(argv, call)
         assert proc.returncode == -signal.SIGKILL, (call, total, proc.stderr)  # really killed mid-way
-        assert tree_hash(site) in (old, new), f"killed before call {call} of {total}"
+        killed_site_state(site, old, new)
         assert snapshot(store, listing=False) == store_before
         build_site(store, site, "/")  # the next build succeeds and clears what the killed one left
         assert tree_hash(site) == new
@@ -208,14 +242,17 @@ def test_build_killed_at_every_file_system_step(old_and_new_site: tuple[Path, Pa
     assert dry.returncode == 0, dry.stderr
     steps = int(dry.stderr.rsplit("steps=", 1)[1])
     assert tree_hash(site) == new and steps >= 5
+    seen: set[str] = set()
     for step in range(1, steps + 1):
         _restore(site, pristine)
         proc = kill_at_step(argv, step)
         assert proc.returncode == -signal.SIGKILL, (step, proc.stderr)
-        assert tree_hash(site) in (old, new), f"killed before file-system step {step} of {steps}"
-    build_site(store, site, "/")
-    assert tree_hash(site) == new
-    assert stray_temp_entries(site.parent, site) == []
+        seen.add(killed_site_state(site, old, new))
+        build_site(store, site, "/")  # the next build succeeds (putting run folders back) and clears the rest
+        assert tree_hash(site) == new and stray_temp_entries(site.parent, site) == [], f"after step {step}"
+    # every state the commit passes through between wrapped calls (with the exchange, the run folders move and the
+    # site is exchanged with no wrapped call between: "runs-aside" is the no-exchange test's)
+    assert seen == {"old", "old+unlisted", "new"}
 
 
 def test_import_killed_at_every_file_system_step(tmp_path: Path) -> None:

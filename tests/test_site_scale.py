@@ -193,17 +193,34 @@ def test_adding_a_run_beside_the_index_writes_the_same_bytes_as_a_serial_build(t
     assert _hashes(tmp_path / "child") == _hashes(tmp_path / "serial")
 
 
-def _page_fails(run: object, bundle: Path, dest: Path, view: object = None) -> int:
+def _page_fails(run: object, bundle: Path, dest: Path, view: object = None, retired: bool = False) -> int:
     raise SiteError(f"{dest.name}: page broken on purpose")
 
 
-def _link_fails(src: Path, dst: Path) -> None:
-    raise OSError(28, "No space left on device", str(dst))
+def _swap_fails(tmp: Path, out: Path) -> None:
+    raise OSError(28, "No space left on device", str(out))
+
+
+@pytest.mark.parametrize("redraw", [False, True])
+def test_a_commit_that_fails_leaves_the_old_site_and_its_run_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   redraw: bool) -> None:
+    """New run folders are moved into the live site before the swap; a failed swap takes them out again (and puts
+    back the old versions of redrawn ones): the old site byte for byte."""
+    store, out = tmp_path / "results", tmp_path / "site"
+    for i in range(3):
+        write_synthetic(store, _run(i))  # type: ignore[arg-type]
+    site.build_site(store, out, "/", jobs=1)
+    before = _hashes(out)
+    write_synthetic(store, _run(3))  # type: ignore[arg-type]
+    monkeypatch.setattr(fs, "swap", _swap_fails)
+    with pytest.raises(OSError, match="No space left on device"):
+        site.build_site(store, out, "/", jobs=1, keep_traces=0 if redraw else None)  # 0: every page drawn again
+    assert _hashes(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".site-")] == []
 
 
 @pytest.mark.parametrize(("owner", "name", "fake", "error", "message"), [
     (pages, "write_run_page", _page_fails, SiteError, "20261204T000000Z-cpu-scale-003: page broken on purpose"),
-    (fs, "link_tree", _link_fails, OSError, "No space left on device"),
 ])
 def test_a_failing_background_child_fails_the_build_and_leaves_the_old_site(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, owner: object, name: str, fake: object, error: type[Exception],

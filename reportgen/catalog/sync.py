@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.analysis.digest_json import digest_from_json
-from reportgen.analysis.history import GroupPoint, HistoryGroup, RunDigest, digest, group_points, groups_from_points
+from reportgen.analysis.history import (
+    GroupPoint,
+    HistoryGroup,
+    RunDigest,
+    digest,
+    group_key,
+    group_points,
+    groups_from_points,
+    key_text,
+)
 from reportgen.catalog import table
 from reportgen.catalog.table import CATALOG_DIR, CatalogRun, Part, PartVanished
 from reportgen.errors import BundleError
@@ -110,7 +119,7 @@ def catalog_run(run: Run, bundle: Path) -> tuple[CatalogRun, list[GroupPoint]]:
     st = os.stat(path)
     d = digest(run)
     row = CatalogRun(run.run_id, run.created_utc, run.scenario.name, d.device.value, d.machine,
-                     hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns,
+                     hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns, key_text(group_key(d)),
                      json.dumps(to_jsonable(d), sort_keys=True, allow_nan=False))
     return row, group_points(d)
 

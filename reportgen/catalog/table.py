@@ -46,6 +46,8 @@ class CatalogRun:
     run_json_sha256: str
     run_json_bytes: int
     run_json_mtime_ns: int
+    history_key: str
+    """The key of the run's own history series (device, machine, scenario, parameters): retention counts per key."""
     digest_json: str | None
     """The run's ``RunDigest`` as JSON (``to_jsonable``); None when not read yet (read only for the runs shown)."""
 
@@ -87,7 +89,7 @@ def runs_schema() -> Any:
     return pa.schema([("run_id", pa.string()), ("created_utc", pa.string()), ("scenario", pa.string()),
                       ("device", pa.string()), ("machine", pa.string()), ("run_json_sha256", pa.string()),
                       ("run_json_bytes", pa.int64()), ("run_json_mtime_ns", pa.int64()),
-                      ("digest_json", pa.string())],
+                      ("history_key", pa.string()), ("digest_json", pa.string())],
                      metadata={META_KEY: json.dumps({"schema_version": SCHEMA_VERSION}).encode()})
 
 
@@ -153,7 +155,7 @@ def readable(path: Path) -> bool:
 
 
 LISTING_COLUMNS = ("run_id", "created_utc", "scenario", "device", "machine", "run_json_sha256", "run_json_bytes",
-                   "run_json_mtime_ns")
+                   "run_json_mtime_ns", "history_key")
 """Every column of the runs table but the digest: what a sync reads of every run."""
 
 

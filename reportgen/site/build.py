@@ -77,13 +77,19 @@ def warn_on_stderr(message: str) -> None:
 
 
 def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
-               warn: Callable[[str], None] = warn_on_stderr, *, strict: bool = False) -> BuildResult:
+               warn: Callable[[str], None] = warn_on_stderr, *, strict: bool = False,
+               keep_traces: int | None = None) -> BuildResult:
     """Build the site for every run in ``store`` into ``out``, atomically, keeping older run pages.
 
     ``jobs``: processes that render run pages (default: $REPORTGEN_JOBS, else the usable CPUs).
     ``warn``: told one line per stored run left out because it cannot be read or drawn.
     ``strict``: a warning fails the build (SiteError, exit 3) before the swap: the old site stays as it was.
+    ``keep_traces``: publish the traces and device artifacts of only the latest N runs of each history series
+    (the others' pages are drawn again without them, and say so; run.json is always published); None: all.
     """
+    if keep_traces is not None and keep_traces < 0:
+        raise UsageError(f"keep_traces {keep_traces}: expected 0 or more runs per history series",
+                         field="keep_traces")
     base = normalise_base_url(base_url)
     jobs = default_jobs() if jobs is None else jobs
     if not store.is_dir():
@@ -97,15 +103,15 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     read_old_site(out)  # refuse a folder that is not a site before the lock file is made
     make_folders(out.parent)
     with fs.exclusive_lock(out):
-        fs.clear_leftovers(out, Path(MANIFEST_FILE))
-        plan = gather(store, out, read_old_site(out))
+        fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
+        plan = gather(store, out, read_old_site(out), keep_traces)
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
         try:
             os.chmod(tmp, 0o755)
             pages, published, skipped = write_site(plan, tmp, base, out, jobs)
             if strict and skipped:
                 _fail_strict(skipped, out, warn)
-            fs.swap(tmp, out)
+            fs.commit(tmp, out, RUNS_DIR)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -137,44 +143,41 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
                ) -> tuple[int, list[SiteRun], list[FailedPage]]:
     """Write the whole site under ``root``; returns the pages written, the runs published and those left out.
 
-    Unchanged run folders are linked from the old site by a child process throughout. New pages
-    are rendered by worker processes (many), by a child beside the index (a few, with ``jobs`` > 1)
-    or here; then what lists every run: the index, the history charts and the manifest.
+    Only new (and redrawn) run folders are written: the old site's stay where they are and are carried
+    over by :func:`fs.commit`. New pages are rendered by worker processes (many), by a child beside the
+    index (a few, with ``jobs`` > 1) or here; then what lists the runs: the index, archive, history charts
+    and the manifest.
     """
     (root / RUNS_DIR).mkdir()
     tasks: list[RunPageTask] = []
     done: list[SiteRun] = []
-    links: list[tuple[Path, Path]] = []
     for p in plan.runs:
         dest = root / RUNS_DIR / p.run_id
         if p.known is None:
-            tasks.append(RunPageTask(p.page_source, dest, plan.renderer_version))
+            tasks.append(RunPageTask(p.page_source, dest, plan.renderer_version, p.run_id in plan.retired))
         else:
-            links.append((p.page_source, dest))
             done.append(p.known)
-    with in_background(fs.link_trees, links) as links_done:
-        # matplotlib, once, after the linker's fork and before the workers'
-        from reportgen.render import history_plot, sweep_plots, timeline_plot  # noqa: F401
+    # matplotlib, once, before the workers' fork
+    from reportgen.render import history_plot, sweep_plots, timeline_plot  # noqa: F401
 
-        if tasks and jobs > 1 and render_workers(len(tasks), jobs) == 1:
-            # A few new pages (adding runs to a site): a child writes them while this process writes the index.
-            with in_background(write_pages, tasks) as pages_done:
-                rendered, failed = _split([render_task(t, write=False) for t in tasks])
-                kept = _keep_old_pages(failed, plan, root, old_site)
-                pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
-                late = [f for f in pages_done() or [] if f.run_id not in {x.run_id for x in failed}]
-            if late:  # the child could not draw a page the index lists: list the runs again without it
-                gone = {f.run_id for f in late}
-                rendered = [r for r in rendered if r.site_run.entry.run_id not in gone]
-                failed = sorted([*failed, *late], key=lambda f: f.run_id)
-                kept += _keep_old_pages(late, plan, root, old_site)
-                _remove_lists(root)
-                pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
-        else:
-            rendered, failed = _split(render_run_pages(tasks, jobs))
+    if tasks and jobs > 1 and render_workers(len(tasks), jobs) == 1:
+        # A few new pages (adding runs to a site): a child writes them while this process writes the index.
+        with in_background(write_pages, tasks) as pages_done:
+            rendered, failed = _split([render_task(t, write=False) for t in tasks])
             kept = _keep_old_pages(failed, plan, root, old_site)
             pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
-        links_done()
+            late = [f for f in pages_done() or [] if f.run_id not in {x.run_id for x in failed}]
+        if late:  # the child could not draw a page the index lists: list the runs again without it
+            gone = {f.run_id for f in late}
+            rendered = [r for r in rendered if r.site_run.entry.run_id not in gone]
+            failed = sorted([*failed, *late], key=lambda f: f.run_id)
+            kept += _keep_old_pages(late, plan, root, old_site)
+            _remove_lists(root)
+            pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
+    else:
+        rendered, failed = _split(render_run_pages(tasks, jobs))
+        kept = _keep_old_pages(failed, plan, root, old_site)
+        pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
     return pages, [*done, *kept, *(r.site_run for r in rendered)], failed
 
 
@@ -185,15 +188,9 @@ def _split(results: list[RenderedPage | FailedPage]) -> tuple[list[RenderedPage]
 
 
 def _keep_old_pages(failed: list[FailedPage], plan: SitePlan, root: Path, old_site: Path) -> list[SiteRun]:
-    """The old site's pages of runs whose bundles can no longer be drawn: linked as they were (append-only)."""
+    """The old site's pages of runs whose bundles can no longer be drawn: kept as they were (append-only)."""
     fallbacks = {p.run_id: p.fallback for p in plan.runs if p.fallback is not None}
-    kept = []
-    for f in failed:
-        old = fallbacks.get(f.run_id)
-        if old is not None:
-            fs.link_tree(old_site / RUNS_DIR / f.run_id, root / RUNS_DIR / f.run_id)
-            kept.append(carried_site_run(old_site, old))
-    return kept
+    return [carried_site_run(old_site, old) for f in failed if (old := fallbacks.get(f.run_id)) is not None]
 
 
 def _remove_lists(root: Path) -> None:
@@ -219,7 +216,9 @@ def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list
     archive, archive_sigs, pages = write_archive(runs, plan, root, old_site)
     history = history_charts(runs, plan, root, old_site)
     shown = list(reversed(digests_of(runs[-INDEX_RUNS:], plan)))
+    retired = sum(1 for r in every if r.entry.traces_retired)
     context = {"runs": shown, "run_count": len(runs), "archive": archive, "groups": history.groups,
+               "retired": retired, "keep_traces": plan.keep_traces,
                "charts": history.charts, "steps": history.steps, "base_url": base_url, "skipped": failed}
     pages += sum(r.pages for r in rendered) + write_index(context, latest, root)
     write_static(root)

@@ -114,13 +114,80 @@ def exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def commit(tmp: Path, out: Path, runs_dir: str) -> None:
+    """Put the new site ``tmp`` in place, carrying the old site's run folders over by renaming, not copying.
+
+    Run folders are never changed once published, so a build writes only its new (and redrawn) run
+    folders into ``tmp/<runs_dir>``. They are renamed into the live site first (a redrawn one exchanged
+    with its old version in one step); the live site's whole ``<runs_dir>`` is then renamed into ``tmp``,
+    and ``tmp`` swapped with the site. The cost is that of the new pages, whatever the number of old ones.
+    Between the last two steps the live site has no ``<runs_dir>``: a build killed there leaves it in its
+    ``tmp`` folder, from where the next build's :func:`clear_leftovers` puts it back.
+    """
+    live_runs = out / runs_dir
+    if not live_runs.is_dir() or live_runs.is_symlink():
+        swap(tmp, out)
+        return
+    replaced = make_temp_dir(out.parent, name_tag(out), TMP_PREFIX)  # the old versions of redrawn run pages
+    try:
+        _carry_runs(tmp, out, runs_dir, replaced)
+    finally:
+        shutil.rmtree(replaced, ignore_errors=True)
+
+
+def _carry_runs(tmp: Path, out: Path, runs_dir: str, replaced: Path) -> None:
+    """Move the new run folders into the live site, the live run folders into ``tmp``, swap; undone on an error."""
+    live_runs, new_runs = out / runs_dir, tmp / runs_dir
+    added: list[str] = []
+    redrawn: list[str] = []
+    try:
+        for name in sorted(os.listdir(new_runs)):
+            live = live_runs / name
+            if not os.path.lexists(live):
+                os.rename(new_runs / name, live)
+                added.append(name)
+                continue
+            os.rename(live, replaced / name)  # the old version aside (a kill here: the next build draws it again)
+            redrawn.append(name)
+            os.rename(new_runs / name, live)
+        os.rmdir(new_runs)
+        os.rename(live_runs, new_runs)
+    except OSError:
+        _undo_carry(live_runs, new_runs, replaced, added, redrawn)
+        raise
+    try:
+        swap(tmp, out)
+    except OSError:
+        os.rename(new_runs, live_runs)
+        _undo_carry(live_runs, None, replaced, added, redrawn)
+        raise
+
+
+def _undo_carry(live_runs: Path, new_runs: Path | None, replaced: Path, added: list[str], redrawn: list[str]) -> None:
+    """After a failed commit: the live site's run folders as they were (the new ones deleted, old versions back)."""
+    if new_runs is not None and not live_runs.exists() and new_runs.is_dir():
+        os.rename(new_runs, live_runs)
+    for name in added:
+        shutil.rmtree(live_runs / name, ignore_errors=True)
+    for name in redrawn:
+        if (replaced / name).exists():
+            shutil.rmtree(live_runs / name, ignore_errors=True)
+            os.rename(replaced / name, live_runs / name)
+
+
+def own_tmp_pattern(out: Path) -> re.Pattern[str]:
+    """Names of ``out``'s own temporary build folders on this host (any process id), and of no other site's."""
+    host = temp_owner_tag().rsplit("-p", 1)[0]
+    return re.compile(rf"{re.escape(TMP_PREFIX + host)}-p\d+-{name_tag(out)}-[A-Za-z0-9_]+")
+
+
 def own_aside_pattern(out: Path) -> re.Pattern[str]:
     """Names of ``out``'s moved-aside copies on this host (any process id), and of no other site's."""
     host = temp_owner_tag().rsplit("-p", 1)[0]
     return re.compile(rf"{re.escape(OLD_PREFIX + host)}-p\d+-{name_tag(out)}-[A-Za-z0-9_]+")
 
 
-def clear_leftovers(out: Path, is_site: Path) -> None:
+def clear_leftovers(out: Path, is_site: Path, runs_dir: str | None = None) -> None:
     """Under the lock: put back ``out`` if a killed build had moved it aside, then delete killed builds' folders.
 
     ``is_site``: the file (relative to a site) that a moved-aside copy must hold to be put back. Only
@@ -133,28 +200,20 @@ def clear_leftovers(out: Path, is_site: Path) -> None:
         stale = []
     for p in stale:
         shutil.rmtree(p, ignore_errors=True)
+    if runs_dir is not None:
+        _put_back_runs(out, is_site, runs_dir)
     remove_stale_temp_dirs(out.parent, TMP_PREFIX)
 
 
-def link_trees(pairs: list[tuple[Path, Path]]) -> None:
-    """Recreate each (old folder, new folder) pair by hard links."""
-    for src, dst in pairs:
-        link_tree(src, dst)
-
-
-def link_tree(src: Path, dst: Path) -> None:
-    """Recreate an unchanged run folder of the old site by hard links (no bytes copied); copy across devices."""
-    os.mkdir(dst)
-    with os.scandir(src) as entries:
-        for entry in entries:
-            target = os.path.join(dst, entry.name)
-            if entry.is_dir(follow_symlinks=False):
-                link_tree(Path(entry.path), Path(target))
-                continue
-            try:
-                os.link(entry.path, target, follow_symlinks=False)
-            except OSError:
-                shutil.copy2(entry.path, target, follow_symlinks=False)
+def _put_back_runs(out: Path, is_site: Path, runs_dir: str) -> None:
+    """A build killed inside :func:`commit` left the site's run folders in its temporary folder: put them back."""
+    if not (out / is_site).is_file() or os.path.lexists(out / runs_dir):
+        return
+    pattern = own_tmp_pattern(out)
+    for p in remove_stale_temp_dirs(out.parent, TMP_PREFIX, dry_run=True):
+        if pattern.fullmatch(p.name) and (p / runs_dir).is_dir():
+            os.rename(p / runs_dir, out / runs_dir)
+            return
 
 
 def check_build_target(out: Path, store: Path, markers: tuple[str, ...]) -> None:

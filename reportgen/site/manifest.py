@@ -49,6 +49,8 @@ class ManifestEntry:
     run_id: str
     run_json_sha256: str
     renderer_version: str
+    traces_retired: bool = False
+    """The page was drawn without the run's traces and artifacts (the site's retention policy)."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ def _parse_manifest(data: object, path: Path) -> OldSite:
             raise SiteError(f"{path}: field 'runs[{i}]' must have string run_id, run_json_sha256, renderer_version")
         if not is_valid_run_id(item["run_id"]):
             raise SiteError(f"{path}: field 'runs[{i}].run_id' {item['run_id'][:60]!r} is not a safe folder name")
-        entry = ManifestEntry(item["run_id"], item["run_json_sha256"], item["renderer_version"])
+        entry = ManifestEntry(item["run_id"], item["run_json_sha256"], item["renderer_version"],
+                              item.get("traces_retired") is True)
         digest = _parse_digest(item.get("digest"), path, i)
         created = item.get("created_utc")
         created = created if isinstance(created, str) else digest.created_utc if digest is not None else None
@@ -176,6 +179,8 @@ def write_manifest(runs: list[SiteRun], root: Path, base_url: str, lists: dict[s
 def _manifest_line(p: SiteRun) -> dict[str, object]:
     line: dict[str, object] = {"run_id": p.entry.run_id, "run_json_sha256": p.entry.run_json_sha256,
                                "renderer_version": p.entry.renderer_version, "created_utc": p.created_utc}
+    if p.entry.traces_retired:
+        line["traces_retired"] = True
     if p.origin is PageOrigin.CARRIED and p.digest is not None:
         line["digest"] = to_jsonable(p.digest)
     return line

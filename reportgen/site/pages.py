@@ -55,6 +55,8 @@ class RunPageTask:
     bundle: Path
     dest: Path
     renderer_version: str
+    traces_retired: bool = False
+    """Draw the page without the run's traces and artifacts (the site's retention policy)."""
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,13 @@ def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedP
     index needs of it; a bundle that cannot be read or drawn is a FailedPage (its folder removed)."""
     try:
         run = load_run(task.bundle)
-        entry = ManifestEntry(run.run_id, sha256_file(task.bundle / RUN_FILE), task.renderer_version)
+        entry = ManifestEntry(run.run_id, sha256_file(task.bundle / RUN_FILE), task.renderer_version,
+                              task.traces_retired)
         view = run_view(run)
     except BAD_DATA as exc:
         return FailedPage(task.bundle.name, exc.message)
     try:
-        pages = write_run_page(run, task.bundle, task.dest, view) if write else PAGES_PER_RUN
+        pages = write_run_page(run, task.bundle, task.dest, view, task.traces_retired) if write else PAGES_PER_RUN
     except BAD_DATA as exc:
         shutil.rmtree(task.dest, ignore_errors=True)
         return FailedPage(task.bundle.name, exc.message)
@@ -120,7 +123,7 @@ def write_pages(tasks: list[RunPageTask]) -> list[FailedPage]:
             failed.append(FailedPage(task.bundle.name, exc.message))
             continue
         try:
-            write_run_page(run, task.bundle, task.dest)
+            write_run_page(run, task.bundle, task.dest, retired=task.traces_retired)
         except BAD_DATA as exc:
             shutil.rmtree(task.dest, ignore_errors=True)
             failed.append(FailedPage(task.bundle.name, exc.message))
@@ -132,14 +135,15 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(read_regular(path)).hexdigest()
 
 
-def write_run_page(run: Run, bundle: Path, dest: Path, view: RunView | None = None) -> int:
-    """A run's permanent folder: HTML page, Markdown report, charts, run.json and raw traces."""
+def write_run_page(run: Run, bundle: Path, dest: Path, view: RunView | None = None, retired: bool = False) -> int:
+    """A run's permanent folder: HTML page, Markdown report, charts, run.json and raw traces (``retired``: without
+    the traces, their timelines and the device artifacts, which the site's retention policy retired)."""
     dest.mkdir(parents=True)
     view = view or run_view(run)
-    images = _run_images(view, bundle, dest)
-    downloads = copy_data(run, bundle, dest)
+    images = _run_images(view, bundle, dest, retired)
+    downloads = copy_data(run, bundle, dest, retired)
     context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../",
-               "withdrawn": read_withdrawn(bundle.parent).get(run.run_id)}
+               "withdrawn": read_withdrawn(bundle.parent).get(run.run_id), "traces_retired": retired}
     (dest / "index.html").write_text(render_html("run.html", **context), encoding="utf-8")
     (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
     return PAGES_PER_RUN
@@ -159,7 +163,10 @@ class RunImages:
     sweep_memory: str | None = None
 
 
-def _run_images(view: RunView, bundle: Path, dest: Path) -> RunImages:
+RETIRED_NOTE = "retired from the site with the run's traces (its bundle in the store still has them)"
+
+
+def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
     from reportgen.render.bars import bar_chart
     from reportgen.render.memory_plot import memory_timeline_chart
@@ -173,8 +180,8 @@ def _run_images(view: RunView, bundle: Path, dest: Path) -> RunImages:
     timelines: dict[str, str] = {}
     notes: dict[str, str] = {}
     for v in view.variants:
-        if v.trace_path is None:
-            notes[v.name] = "no trace stored for this variant"
+        if v.trace_path is None or retired:
+            notes[v.name] = RETIRED_NOTE if v.trace_path else "no trace stored for this variant"
             continue
         name = f"timeline-{safe_component(v.name, 60)}.svg"
         layout = _timeline_for(member_file(bundle, v.trace_path))
@@ -227,7 +234,7 @@ class Downloads:
     """(variant, href, kind, size in bytes) of each device artifact (.neff, .ntff, .pb ...)."""
 
 
-def copy_data(run: Run, bundle: Path, dest: Path) -> Downloads:
+def copy_data(run: Run, bundle: Path, dest: Path, retired: bool = False) -> Downloads:
     """Copy run.json byte for byte, every variant's trace and device artifacts under ``data/``.
 
     Each file is published under a name reportgen chooses from its kind (``traces/<variant>.json.gz``,
@@ -240,7 +247,7 @@ def copy_data(run: Run, bundle: Path, dest: Path) -> Downloads:
     published: dict[str, str] = {}
     traces: dict[str, str] = {}
     artifacts: list[tuple[str, str, str, int]] = []
-    for v in run.variants:
+    for v in [] if retired else run.variants:
         if v.trace_path is not None:
             source = member_file(bundle, v.trace_path)
             traces[v.name] = _publish(source, "traces", _trace_suffix(source), v.trace_path, data, published)

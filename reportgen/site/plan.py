@@ -4,6 +4,7 @@ and the renderer version that says when a reused page would no longer be what th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -60,6 +61,9 @@ class SitePlan:
     """The store's catalog: the digests and history points of the runs whose SiteRun has no digest."""
     old_lists: dict[str, object] = field(default_factory=dict)
     """What the old site's lists were drawn from (its manifest's ``lists``)."""
+    retired: frozenset[str] = frozenset()
+    """Stored runs whose pages are drawn without traces and artifacts (``keep_traces``)."""
+    keep_traces: int | None = None
 
 
 def package_dir() -> Path:
@@ -87,7 +91,21 @@ def renderer_version(code_dir: Path | None = None, templates_dir: Path | None = 
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def gather(store: Path, out: Path, old: OldSite) -> SitePlan:
+def retired_runs(rows: Iterable[CatalogRun], keep: int | None) -> frozenset[str]:
+    """The runs whose traces the site retires: all but the latest ``keep`` of each history series (None: none)."""
+    if keep is None:
+        return frozenset()
+    by_key: dict[str, list[CatalogRun]] = {}
+    for r in rows:
+        by_key.setdefault(r.history_key, []).append(r)
+    out: set[str] = set()
+    for runs in by_key.values():
+        runs.sort(key=lambda r: (r.created_utc, r.run_id))
+        out.update(r.run_id for r in runs[: max(0, len(runs) - keep)])
+    return frozenset(out)
+
+
+def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None) -> SitePlan:
     """Bring the store's catalog up to date and decide, per run, whether to render, reuse or carry its page.
 
     An unchanged run (the catalog's run.json hash and the renderer as the old manifest has them) is
@@ -96,11 +114,13 @@ def gather(store: Path, out: Path, old: OldSite) -> SitePlan:
     """
     version = renderer_version()
     cat = catalog.sync(store)
+    retired = retired_runs((e.run for e in cat.entries.values()), keep_traces)
     planned: dict[str, PlannedRun] = {}
     withdrawn = frozenset(read_withdrawn(store))
     for bundle in list_run_dirs(store):
         entry = cat.entries.get(bundle.name)
-        reused = None if bundle.name in withdrawn or entry is None else _reuse(bundle, entry.run, out, old, version)
+        reused = None if bundle.name in withdrawn or entry is None else _reuse(
+            bundle, entry.run, out, old, version, bundle.name in retired)
         planned[bundle.name] = reused or PlannedRun(
             bundle.name, PageOrigin.RENDERED, bundle, bundle, fallback=_fallback(bundle.name, out, old))
     for run_id, prev in sorted(old.runs.items()):
@@ -108,7 +128,7 @@ def gather(store: Path, out: Path, old: OldSite) -> SitePlan:
             d = prev.digest or digest(load_carried(out, run_id))
             planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, out / RUNS_DIR / run_id, None,
                                          SiteRun(prev.entry, d.created_utc, PageOrigin.CARRIED, d))
-    return SitePlan(tuple(planned.values()), version, withdrawn, cat, old.lists)
+    return SitePlan(tuple(planned.values()), version, withdrawn, cat, old.lists, retired, keep_traces)
 
 
 def carried_site_run(out: Path, prev: OldEntry) -> SiteRun:
@@ -125,12 +145,13 @@ def _fallback(run_id: str, out: Path, old: OldSite) -> OldEntry | None:
     return prev
 
 
-def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str) -> PlannedRun | None:
+def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str, retired: bool
+           ) -> PlannedRun | None:
     """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered."""
     prev = old.runs.get(bundle.name)
     if prev is None or bundle.is_symlink() or (bundle / RUN_FILE).is_symlink():
         return None
-    entry = ManifestEntry(bundle.name, row.run_json_sha256, version)
+    entry = ManifestEntry(bundle.name, row.run_json_sha256, version, retired)
     page = out / RUNS_DIR / bundle.name
     if prev.entry != entry or not (page / RUN_PAGE).is_file():
         return None

@@ -1,0 +1,107 @@
+"""A site whose cost does not grow with its store: bounded index, archive pages and history charts drawn only when
+they change, run folders carried over without copies, and a retention policy for traces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from factories import synthetic_run, write_synthetic
+
+from reportgen import site
+from reportgen.errors import UsageError
+from reportgen.site import lists
+
+
+def _run(i: int, shape: str = "4,64"):  # type: ignore[no-untyped-def]
+    return synthetic_run(run_id=f"20261130T{i:02d}0000Z-cpu-grow-{i:06d}", created_utc=f"2026-11-30T{i:02d}:00:00Z",
+                         times_us={"naive": 100.0 + i, "fused": 60.0, "compiled": 30.0}, shape=shape,
+                         with_traces=True)
+
+
+def _store(tmp_path: Path, n: int, shapes: tuple[str, ...] = ("4,64",)) -> Path:
+    store = tmp_path / "results"
+    for i in range(n):
+        write_synthetic(store, _run(i, shapes[i % len(shapes)]))
+    return store
+
+
+@pytest.fixture()
+def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lists, "ARCHIVE_PAGE_RUNS", 3)
+    monkeypatch.setattr("reportgen.site.build.INDEX_RUNS", 3)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")
+
+
+def test_the_index_shows_the_newest_runs_and_the_archive_every_run(tmp_path: Path, small_lists: None) -> None:
+    store, out = _store(tmp_path, 7), tmp_path / "site"
+    site.build_site(store, out, "/", jobs=1)
+    index = (out / "index.html").read_text()
+    shown = [i for i in range(7) if _run(i).run_id in index]
+    assert shown == [4, 5, 6]  # the three newest (the newest also as the latest run)
+    assert "The 3 newest of 7 run(s)" in index
+    pages = sorted((out / "archive").iterdir())
+    assert [p.name for p in pages] == ["1.html", "2.html", "3.html"]
+    listed = [[i for i in range(7) if f"runs/{_run(i).run_id}/index.html" in p.read_text()] for p in pages]
+    assert listed == [[0, 1, 2], [3, 4, 5], [6]]
+    assert all(f'href="archive/{k}.html"' in index for k in (1, 2, 3))
+
+
+def test_adding_a_run_redraws_only_the_last_archive_page_and_its_own_history(tmp_path: Path, small_lists: None) -> None:
+    store, out = _store(tmp_path, 7, shapes=("4,64", "8,128")), tmp_path / "site"
+    site.build_site(store, out, "/", jobs=1)
+    inodes = {p.relative_to(out).as_posix(): p.stat().st_ino for p in [*(out / "archive").iterdir(),
+                                                                      *(out / "history").iterdir()]}
+    charts = sorted(p.name for p in (out / "history").iterdir())
+    assert len(charts) == 2
+    write_synthetic(store, _run(7, "4,64"))  # joins the first shape's history and the archive's third page
+    result = site.build_site(store, out, "/", jobs=1)
+    assert (result.rendered, result.reused) == (1, 7)
+    after = {p.relative_to(out).as_posix(): p.stat().st_ino for p in [*(out / "archive").iterdir(),
+                                                                     *(out / "history").iterdir()]}
+    unchanged = {k for k in inodes if after.get(k) == inodes[k]}
+    other = next(c for c in charts if "shape-8-128" in c)
+    assert unchanged == {"archive/1.html", "archive/2.html", f"history/{other}"}, sorted(after)
+    assert "archive/3.html" in after
+
+
+def test_run_folders_are_carried_over_not_copied(tmp_path: Path) -> None:
+    store, out = _store(tmp_path, 2), tmp_path / "site"
+    site.build_site(store, out, "/", jobs=1)
+    page = out / "runs" / _run(0).run_id / "index.html"
+    inode = page.stat().st_ino
+    write_synthetic(store, _run(2))
+    site.build_site(store, out, "/", jobs=1)
+    assert page.stat().st_ino == inode and page.stat().st_nlink == 1  # the same file, not a copy or a link
+
+
+def test_retention_keeps_traces_of_the_latest_runs_of_each_series(tmp_path: Path) -> None:
+    store, out = _store(tmp_path, 7, shapes=("4,64", "4,64", "8,128")), tmp_path / "site"
+    # series 4,64: runs 0 1 3 4 6; series 8,128: runs 2 5
+    site.build_site(store, out, "/", jobs=1, keep_traces=2)
+    kept = {i for i in range(7) if (out / "runs" / _run(i).run_id / "data" / "traces").is_dir()}
+    assert kept == {4, 6, 2, 5}
+    retired = out / "runs" / _run(0).run_id
+    assert "were retired from the site by its retention policy" in (retired / "index.html").read_text()
+    assert not list(retired.glob("timeline-*.svg")) and (retired / "data" / "run.json").is_file()
+    manifest = {r["run_id"]: r for r in json.loads((out / "manifest.json").read_text())["runs"]}
+    assert [i for i in range(7) if manifest[_run(i).run_id].get("traces_retired")] == [0, 1, 3]
+    assert "3 older run page(s) show their figures without them" in (out / "index.html").read_text()
+
+    write_synthetic(store, _run(7, "4,64"))  # run 4 falls out of its series' window
+    result = site.build_site(store, out, "/", jobs=1, keep_traces=2)
+    assert (result.rendered, result.reused) == (2, 6)  # the new run, and run 4 drawn again without traces
+    assert not (out / "runs" / _run(4).run_id / "data" / "traces").exists()
+
+    result = site.build_site(store, out, "/", jobs=1)  # no policy: every retired page drawn again, with traces
+    assert result.rendered == 4
+    assert all((out / "runs" / _run(i).run_id / "data" / "traces").is_dir() for i in range(8))
+
+
+def test_a_negative_retention_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    store, out = _store(tmp_path, 1), tmp_path / "site"
+    with pytest.raises(UsageError, match="keep_traces -1: expected 0 or more"):
+        site.build_site(store, out, "/", keep_traces=-1)
+    assert not out.exists() and not os.path.lexists(tmp_path / ".site.lock")

@@ -97,10 +97,14 @@ def _tree_rss_bytes(pid: int) -> int:
     return total
 
 
+KEEP_TRACES: list[str] = []
+"""``--keep-traces N`` for every build, when the benchmark is asked for it."""
+
+
 def timed_build(store: Path, out: Path) -> dict[str, object]:
     """Run ``reportgen build`` in a fresh process: wall seconds, max single-process RSS, peak tree RSS."""
     env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "MPLBACKEND": "Agg"}
-    cmd = [sys.executable, "-m", "reportgen", "build", "--runs", str(store), "--out", str(out)]
+    cmd = [sys.executable, "-m", "reportgen", "build", "--runs", str(store), "--out", str(out), *KEEP_TRACES]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
     peak = [0]
@@ -171,6 +175,8 @@ def bench(n: int, work: Path, add_one: int, cold_repeat: int) -> dict[str, objec
         result["add_one_wall_s_all"] = [a["wall_s"] for a in adds]
         result["add_one_all_rendered_only_the_new_run"] = all("(1 rendered," in a["summary"] for a in adds)
     result["weight"] = site_weight(out, _stamp(n + add_one - 1)[0])
+    result["site_bytes"] = _dir_bytes(out)
+    result["reference_s_mid"] = reference_loop_s()
     result["load_average_1min_after"] = round(os.getloadavg()[0], 2)
     result["reference_s_after"] = reference_loop_s()
     return result
@@ -203,14 +209,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--cold-repeat", type=int, default=1, help="cold builds of each size (the median is kept)")
     parser.add_argument("--add-repeat", type=int, default=5,
-                        help="builds adding one run each to the largest site (the median is kept)")
+                        help="builds adding one run each to every site (the median is kept)")
     parser.add_argument("--keep", action="store_true", help="keep the stores and sites (printed)")
+    parser.add_argument("--keep-traces", type=int, default=None, help="pass --keep-traces N to every build")
     args = parser.parse_args()
+    if args.keep_traces is not None:
+        KEEP_TRACES[:] = ["--keep-traces", str(args.keep_traces)]
     work = Path(tempfile.mkdtemp(prefix="bench-site-"))
     results = []
     try:
         for n in args.runs:
-            r = bench(n, work, add_one=args.add_repeat if n == max(args.runs) else 0, cold_repeat=args.cold_repeat)
+            r = bench(n, work, add_one=args.add_repeat, cold_repeat=args.cold_repeat)
             print(json.dumps(r), flush=True)
             results.append(r)
     finally:

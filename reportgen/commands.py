@@ -203,7 +203,8 @@ def _config_scenario_names(config: Config) -> list[str]:
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
-    from reportgen.store.runs import RunsRequest, print_runs
+    from reportgen.catalog.listing import print_runs
+    from reportgen.store.runs import RunsRequest
 
     config = _config(store=args.store, machine=args.machine)
     with reading_store(config) as store:

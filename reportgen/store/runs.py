@@ -1,16 +1,14 @@
-"""``reportgen runs`` (one line per stored run, filtered) and ``reportgen rm`` (withdraw a run)."""
+"""``reportgen runs``'s request (the listing reads the catalog: ``catalog.listing``) and ``reportgen rm`` (withdraw a run)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reportgen.errors import ExitCode, UsageError
-from reportgen.model.run import Run, VariantStatus
-from reportgen.store.loader import load_run, load_store_tolerant, resolve_run_dir, run_machine
+from reportgen.store.loader import load_run, resolve_run_dir
 from reportgen.store.withdrawn import MAX_REASON_CHARS, Withdrawal, add_withdrawal, read_withdrawn
 from reportgen.text.terminal import printable
 
@@ -37,50 +35,6 @@ class RemoveRequest:
     scenario: str | None = None
     machine: str | None = None
 
-
-
-def run_line(run: Run, withdrawn: Withdrawal | None = None) -> str:
-    """``id  time  device  machine  scenario  label  variants  status`` for one run (text made printable)."""
-    variants = printable(",".join(v.name for v in run.variants))
-    bad = [v.name for v in run.variants if v.status is not VariantStatus.OK]
-    status = "ok" if not bad else "failed: " + printable(",".join(bad))
-    if withdrawn is not None:
-        status = f"WITHDRAWN ({printable(withdrawn.reason)})"
-    label = printable(run.label) or "-"
-    machine = printable(run_machine(run) or "-")
-    return (f"{run.run_id}\t{run.created_utc}\t{run.device.value}\t{machine}\t{printable(run.scenario.name)}\t"
-            f"{label}\t{variants}\t{status}")
-
-
-def select_runs(runs: list[Run], request: RunsRequest, withdrawn: dict[str, Withdrawal]) -> list[Run]:
-    """The runs ``request`` asks for, oldest first."""
-    return [r for r in runs
-            if (request.scenario is None or r.scenario.name == request.scenario)
-            and (request.machine is None or run_machine(r) == request.machine)
-            and (request.include_withdrawn or r.run_id not in withdrawn)]
-
-
-def print_runs(request: RunsRequest | Path) -> int:
-    """Print the selected runs oldest first, or say that there are none.
-
-    A bundle that does not load is named on stderr (one line each, exit 3); the other runs are still listed.
-    """
-    if isinstance(request, Path):
-        request = RunsRequest(request)
-    loaded, problems = load_store_tolerant(request.store)
-    withdrawn = read_withdrawn(request.store) if request.store.is_dir() else {}
-    runs = select_runs(loaded, request, withdrawn)
-    if not runs and not problems:
-        which = " matching the filters" if request.scenario or request.machine else ""
-        print(f"no runs{which} in {printable(request.shown_as or str(request.store))}; make one with 'reportgen profile'")
-        return ExitCode.OK
-    if runs:
-        print("run_id\ttime_utc\tdevice\tmachine\tscenario\tlabel\tvariants\tstatus")
-    for run in runs:
-        print(run_line(run, withdrawn.get(run.run_id)))
-    for problem in problems:
-        print(f"reportgen: error: {printable(problem.message)}", file=sys.stderr)
-    return ExitCode.BAD_INPUT if problems else ExitCode.OK
 
 
 def withdraw_run(request: RemoveRequest, now: datetime | None = None,

@@ -142,8 +142,9 @@ def _add_build(sub: Subcommands) -> None:
                    help="a warning (e.g. a corrupt run.json left out) fails the build with exit 3; the old site "
                    "is left untouched")
     p.add_argument("--keep-traces", type=int, default=None, metavar="N",
-                   help="retention: publish traces, timelines and device artifacts only for the latest N runs of each "
-                   "history series (older pages keep every figure and run.json; default: keep all)")
+                   help="retention: full pages (op tables, timelines, traces, device artifacts) only for the latest N "
+                   "runs of each history series; older pages are compact, with every figure in a gzipped run.json "
+                   "(default: full pages for all)")
 
 
 def _add_compare(sub: Subcommands) -> None:

@@ -3,12 +3,15 @@ they change, run folders carried over without copies, and a retention policy for
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 from factories import synthetic_run, write_synthetic
+from test_site import _assert_links_resolve
 
 from reportgen import site
 from reportgen.errors import UsageError
@@ -84,11 +87,19 @@ def test_retention_keeps_traces_of_the_latest_runs_of_each_series(tmp_path: Path
     kept = {i for i in range(7) if (out / "runs" / _run(i).run_id / "data" / "traces").is_dir()}
     assert kept == {4, 6, 2, 5}
     retired = out / "runs" / _run(0).run_id
-    assert "were retired from the site by its retention policy" in (retired / "index.html").read_text()
-    assert not list(retired.glob("timeline-*.svg")) and (retired / "data" / "run.json").is_file()
+    html = (retired / "index.html").read_text()
+    assert "made compact by the site's retention policy" in html and 'id="variants"' not in html
+    assert 'href="#' not in html  # no link to a section a compact page leaves out
+    assert sorted(p.name for p in retired.rglob("*") if p.is_file()) == ["index.html", "report.md", "run.json.gz"]
+    stored = (store / _run(0).run_id / "run.json").read_bytes()
+    assert gzip.decompress((retired / "data" / "run.json.gz").read_bytes()) == stored  # every figure, as measured
     manifest = {r["run_id"]: r for r in json.loads((out / "manifest.json").read_text())["runs"]}
     assert [i for i in range(7) if manifest[_run(i).run_id].get("traces_retired")] == [0, 1, 3]
-    assert "3 older run page(s) show their figures without them" in (out / "index.html").read_text()
+    assert "3 older run page(s) are compact" in (out / "index.html").read_text()
+    assert _assert_links_resolve(out) > 20  # a compact page links no section it left out
+    shutil.rmtree(store / _run(0).run_id)  # a compact page carried over when its bundle leaves the store
+    assert site.build_site(store, out, "/", jobs=1, keep_traces=2).carried == 1
+    write_synthetic(store, _run(0, "4,64"))
 
     write_synthetic(store, _run(7, "4,64"))  # run 4 falls out of its series' window
     result = site.build_site(store, out, "/", jobs=1, keep_traces=2)

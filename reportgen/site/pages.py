@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import multiprocessing
 import os
@@ -43,6 +44,8 @@ ARTIFACT_SUFFIXES = {"neff": ".neff", "ntff": ".ntff", "pb": ".pb", "device-summ
 """The published suffix of each artifact kind; any other kind is published as ``.bin`` (a download, never a
 page a browser would run)."""
 OTHER_SUFFIX = ".bin"
+RUN_FILE_GZ = RUN_FILE + ".gz"
+"""A compact (retired) page's copy of run.json, gzipped."""
 BAD_DATA = (BundleError, TraceError)
 """A stored run failing with these (unreadable run.json, missing or broken trace) is left out of a build and
 named; any other error fails the build and leaves the old site."""
@@ -163,9 +166,6 @@ class RunImages:
     sweep_memory: str | None = None
 
 
-RETIRED_NOTE = "retired from the site with the run's traces (its bundle in the store still has them)"
-
-
 def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
     from reportgen.render.bars import bar_chart
@@ -173,6 +173,8 @@ def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) 
     from reportgen.render.sweep_plots import memory_chart, roofline_chart, scaling_chart
     from reportgen.render.timeline_plot import timeline_chart
 
+    if retired:  # a compact page: its figures as tables only
+        return RunImages(None, {}, {})
     bars = None
     if view.has_samples:
         bars = "time-per-variant.svg"
@@ -180,8 +182,8 @@ def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) 
     timelines: dict[str, str] = {}
     notes: dict[str, str] = {}
     for v in view.variants:
-        if v.trace_path is None or retired:
-            notes[v.name] = RETIRED_NOTE if v.trace_path else "no trace stored for this variant"
+        if v.trace_path is None:
+            notes[v.name] = "no trace stored for this variant"
             continue
         name = f"timeline-{safe_component(v.name, 60)}.svg"
         layout = _timeline_for(member_file(bundle, v.trace_path))
@@ -243,11 +245,14 @@ def copy_data(run: Run, bundle: Path, dest: Path, retired: bool = False) -> Down
     """
     data = dest / DATA_DIR
     data.mkdir()
+    if retired:  # a compact page keeps the run's every figure, gzipped (a sixth of the bytes)
+        (data / RUN_FILE_GZ).write_bytes(gzip.compress(read_regular(bundle / RUN_FILE), mtime=0))
+        return Downloads(f"{DATA_DIR}/{RUN_FILE_GZ}", {})
     shutil.copyfile(bundle / RUN_FILE, data / RUN_FILE)
     published: dict[str, str] = {}
     traces: dict[str, str] = {}
     artifacts: list[tuple[str, str, str, int]] = []
-    for v in [] if retired else run.variants:
+    for v in run.variants:
         if v.trace_path is not None:
             source = member_file(bundle, v.trace_path)
             traces[v.name] = _publish(source, "traces", _trace_suffix(source), v.trace_path, data, published)

@@ -3,7 +3,10 @@ and the renderer version that says when a reused page would no longer be what th
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import os
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,6 +29,7 @@ from reportgen.site.manifest import (
     PageOrigin,
     SiteRun,
 )
+from reportgen.site.pages import RUN_FILE_GZ
 from reportgen.store.files import NotRegularFile, read_regular
 from reportgen.store.layout import RUN_FILE
 from reportgen.store.loader import list_run_dirs, load_run
@@ -170,11 +174,16 @@ def load_latest(newest: PlannedRun, published: SiteRun, out: Path) -> Run:
 def load_carried(out: Path, run_id: str) -> Run:
     """The run.json copy kept in the old site for a run that is no longer in the store."""
     path = out / RUNS_DIR / run_id / DATA_DIR / RUN_FILE
+    if not os.path.lexists(path) and os.path.lexists(path.with_name(RUN_FILE_GZ)):  # a compact page's copy
+        path = path.with_name(RUN_FILE_GZ)
     try:
         text = read_regular(path)
+        if path.name == RUN_FILE_GZ:
+            text = gzip.decompress(text)
     except NotRegularFile as exc:
         raise SiteError(f"{exc}; restore the site, or put the bundle back in the store") from None
-    except OSError:
-        raise SiteError(f"{path}: missing, but {MANIFEST_FILE} lists run {run_id} and the store no longer has it; "
+    except (OSError, EOFError, zlib.error):
+        raise SiteError(f"{path}: missing or unreadable, but {MANIFEST_FILE} lists run {run_id} and the store no "
+                        "longer has it; "
                         "put the bundle back in the store or restore the site") from None
     return parse_run_json(text, path)

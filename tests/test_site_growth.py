@@ -86,6 +86,8 @@ def test_retention_keeps_traces_of_the_latest_runs_of_each_series(tmp_path: Path
     site.build_site(store, out, "/", jobs=1, keep_traces=2)
     kept = {i for i in range(7) if (out / "runs" / _run(i).run_id / "data" / "traces").is_dir()}
     assert kept == {4, 6, 2, 5}
+    full = (out / "runs" / _run(6).run_id / "index.html").read_text()
+    assert all(f'id="{s}"' in full for s in ("fusion", "variants", "speedups", "roofline", "downloads"))
     retired = out / "runs" / _run(0).run_id
     html = (retired / "index.html").read_text()
     assert "made compact by the site's retention policy" in html and 'id="variants"' not in html

@@ -106,7 +106,8 @@ def test_site_layout_and_every_link_resolves(tmp_path: Path) -> None:
     result = site.build_site(store, out, "/myrepo/")
     assert result.summary() == (f"built {out}: 9 page(s) written, 2 run(s) (2 rendered, 0 unchanged, "
                                 "0 kept from earlier builds)")
-    for rel in ("index.html", "index.md", "archive/1.html", ".nojekyll", "assets/style.css", "latest/index.html", "help/index.html",
+    for rel in ("index.html", "index.md", "archive/1.html", ".nojekyll", "assets/style.css", "latest/index.html",
+                "help/index.html",
                 f"runs/{RUN_A}/index.html", f"runs/{RUN_A}/report.md", f"runs/{RUN_A}/data/run.json",
                 f"runs/{RUN_A}/data/traces/naive.pt.trace.json.gz", f"runs/{RUN_A}/time-per-variant.svg",
                 f"runs/{RUN_A}/timeline-compiled.svg"):

@@ -141,8 +141,8 @@ def record(store: Path, run: Run, bundle: Path) -> bool:
 def sync(store: Path) -> Catalog:
     """The catalog of ``store`` brought up to date with its bundles (written back when it changed and can be)."""
     folder = catalog_folder(store)
+    dirs = list_run_dirs(store)  # first: a store that cannot be listed is named as the store, not as its catalog
     parts, known = _read_retrying(lambda: _current_rows(folder))
-    dirs = list_run_dirs(store)
     entries: dict[str, Entry] = {}
     added: list[tuple[CatalogRun, list[GroupPoint]]] = []
     problems: list[BundleError] = []

@@ -46,10 +46,8 @@ def in_background(target: Callable[[list[T]], Any], items: list[T]) -> Iterator[
     """Run ``target(items)`` in a forked child while this process goes on; yields ``wait``, which joins the
     child, re-raises its error, and returns what ``target`` returned when that was not None (else None).
 
-    Used for the file-system work of adding runs to a large site: recreating the unchanged run
-    folders (ten thousand links at 1,000 runs, about 0.5 s here; a thread would wait for the
-    interpreter lock after every call) and writing a few new pages while this process writes
-    the index. The child dies with this process and is finished or killed before the caller
+    Used to write a few new run pages while this process writes the index (a thread would wait for the
+    interpreter lock after every call). The child dies with this process and is finished or killed before the caller
     goes on, so a failed build never deletes its folder under a running child. Off Linux, or
     with nothing to do, ``target`` runs here, at once.
     """

@@ -252,7 +252,11 @@ def test_huge_pages_reach_the_workers_environment_and_their_fingerprint(tmp_path
     from reportgen.ab.settings import AbSettings
 
     monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")
-    assert worker_environment(AbSettings(), os.environ) is None  # inherit, unchanged
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert worker_environment(AbSettings(), os.environ) == {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the caller's own choice is kept
+    assert worker_environment(AbSettings(), os.environ)["OMP_WAIT_POLICY"] == "ACTIVE"
+    monkeypatch.delenv("OMP_WAIT_POLICY")
     env = worker_environment(AbSettings(huge_pages=True), os.environ)
     assert env is not None and env["THP_MEM_ALLOC_ENABLE"] == "1" and env["PATH"] == os.environ["PATH"]
     assert os.environ["THP_MEM_ALLOC_ENABLE"] == "0"  # this process's own environment untouched

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from reportgen.ab.pair import SIDES
 from reportgen.ab.session import Worker, WorkerFailed
-from reportgen.ab.settings import HUGE_PAGES_ENV, AbSettings
+from reportgen.ab.settings import HUGE_PAGES_ENV, IDLE_THREADS_ENV, AbSettings
 from reportgen.devices.neuron.cores import side_environment
 
 REPLY_TIMEOUT_S = 1800.0
@@ -80,15 +80,16 @@ class ProcessWorker:
 
 
 def worker_environment(settings: AbSettings, environ: Mapping[str, str], side: str = "base",
-                       session: int = 0) -> dict[str, str] | None:
-    """A worker's environment: ``environ`` with ``HUGE_PAGES_ENV`` for --huge-pages, and on Trainium only its own
-    NeuronCore (base takes the first of ``settings.neuron_cores`` in even sessions, the second in odd ones, so a
-    difference between the two cores cancels like the ABBA order); None (inherit this process's) when unchanged."""
-    env: dict[str, str] | None = {**environ, **HUGE_PAGES_ENV} if settings.huge_pages else None
+                       session: int = 0) -> dict[str, str]:
+    """A worker's environment: ``environ`` with ``IDLE_THREADS_ENV`` (unless ``environ`` chooses its own OpenMP wait
+    policy), ``HUGE_PAGES_ENV`` for --huge-pages, and on Trainium only its own NeuronCore (base takes the first of
+    ``settings.neuron_cores`` in even sessions, the second in odd ones, so a difference between the two cores
+    cancels like the ABBA order)."""
+    env = {**IDLE_THREADS_ENV, **environ, **(HUGE_PAGES_ENV if settings.huge_pages else {})}
     if settings.neuron_cores is not None:
         first, second = settings.neuron_cores
         core = first if (side == SIDES[0]) == (session % 2 == 0) else second
-        env = side_environment(env if env is not None else environ, core)
+        env = side_environment(env, core)
     return env
 
 

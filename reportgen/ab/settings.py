@@ -17,6 +17,11 @@ HUGE_PAGES_ENV = {"THP_MEM_ALLOC_ENABLE": "1"}
 """What ``--huge-pages`` sets in both workers' environment: torch's CPU allocator then aligns its large allocations
 to 2 MiB and asks the kernel for transparent huge pages for them (``madvise``), one page fault per 2 MiB instead
 of per 4 KiB."""
+IDLE_THREADS_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+"""Set in both workers unless the caller's environment sets ``OMP_WAIT_POLICY`` itself: the idle side's OpenMP
+threads sleep instead of spinning on a core while the other side measures. With OpenMP's default (spinning), an
+A/A of one elementwise op over 16 MiB measured the head side 15.6 % faster on this 2-core VM and called it an
+improvement; with it, no change (docs/ab-testing.md, "The idle side's spinning threads")."""
 HUGE_PAGES_TEXT = " ".join(f"{k}={v}" for k, v in HUGE_PAGES_ENV.items())
 """``HUGE_PAGES_ENV`` as the method text and the stored runs' notes name it."""
 SHARED_CPU_RUNNER_ARGS = ("--threads", "1", "--huge-pages")

@@ -197,6 +197,17 @@ def _page_fails(run: object, bundle: Path, dest: Path, view: object = None, reti
     raise SiteError(f"{dest.name}: page broken on purpose")
 
 
+def _built_then_one_more(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A site built from three runs, the hashes of its files, and a fourth run stored since."""
+    store, out = tmp_path / "results", tmp_path / "site"
+    for i in range(3):
+        write_synthetic(store, _run(i))  # type: ignore[arg-type]
+    site.build_site(store, out, "/", jobs=1)
+    before = _hashes(out)
+    write_synthetic(store, _run(3))  # type: ignore[arg-type]
+    return store, out, before
+
+
 def _swap_fails(tmp: Path, out: Path) -> None:
     raise OSError(28, "No space left on device", str(out))
 
@@ -206,12 +217,7 @@ def test_a_commit_that_fails_leaves_the_old_site_and_its_run_folders(tmp_path: P
                                                                    redraw: bool) -> None:
     """New run folders are moved into the live site before the swap; a failed swap takes them out again (and puts
     back the old versions of redrawn ones): the old site byte for byte."""
-    store, out = tmp_path / "results", tmp_path / "site"
-    for i in range(3):
-        write_synthetic(store, _run(i))  # type: ignore[arg-type]
-    site.build_site(store, out, "/", jobs=1)
-    before = _hashes(out)
-    write_synthetic(store, _run(3))  # type: ignore[arg-type]
+    store, out, before = _built_then_one_more(tmp_path)
     monkeypatch.setattr(fs, "swap", _swap_fails)
     with pytest.raises(OSError, match="No space left on device"):
         site.build_site(store, out, "/", jobs=1, keep_traces=0 if redraw else None)  # 0: every page drawn again
@@ -225,12 +231,7 @@ def test_a_commit_that_fails_leaves_the_old_site_and_its_run_folders(tmp_path: P
 def test_a_failing_background_child_fails_the_build_and_leaves_the_old_site(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, owner: object, name: str, fake: object, error: type[Exception],
         message: str) -> None:
-    store, out = tmp_path / "results", tmp_path / "site"
-    for i in range(3):
-        write_synthetic(store, _run(i))  # type: ignore[arg-type]
-    site.build_site(store, out, "/", jobs=1)
-    before = _hashes(out)
-    write_synthetic(store, _run(3))  # type: ignore[arg-type]
+    store, out, before = _built_then_one_more(tmp_path)
     monkeypatch.setattr(owner, name, fake)  # the forked child inherits the fake
     with pytest.raises(error, match=message):
         site.build_site(store, out, "/", jobs=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from reportgen.analysis.history import RunDigest
-from reportgen.catalog.sync import sync
+from reportgen.catalog.sync import Catalog, sync
 from reportgen.errors import ExitCode
 from reportgen.model.run import VariantStatus
 from reportgen.store.loader import check_is_store, list_run_dirs
@@ -27,11 +27,9 @@ def run_line(d: RunDigest, withdrawn: Withdrawal | None = None) -> str:
             f"{printable(d.label) or '-'}\t{variants}\t{status}")
 
 
-def print_runs(request: RunsRequest) -> int:
-    """Print the selected runs oldest first, or say that there are none.
-
-    A bundle that does not load is named on stderr (one line each, exit 3); the other runs are still listed.
-    """
+def selected_runs(request: RunsRequest) -> tuple[Catalog, list[str], dict[str, Withdrawal]]:
+    """The store's catalog brought up to date, the ids of the runs ``request`` selects (scenario, machine, withdrawn
+    or not) and the store's withdrawals; a folder that is not a store is refused in one line."""
     cat = sync(request.store)
     if not cat.entries:
         check_is_store(request.store, list_run_dirs(request.store))
@@ -40,6 +38,15 @@ def print_runs(request: RunsRequest) -> int:
            if (request.scenario is None or e.run.scenario == request.scenario)
            and (request.machine is None or e.run.machine == request.machine)
            and (request.include_withdrawn or i not in withdrawn)]
+    return cat, ids, withdrawn
+
+
+def print_runs(request: RunsRequest) -> int:
+    """Print the selected runs oldest first, or say that there are none.
+
+    A bundle that does not load is named on stderr (one line each, exit 3); the other runs are still listed.
+    """
+    cat, ids, withdrawn = selected_runs(request)
     if not ids and not cat.problems:
         which = " matching the filters" if request.scenario or request.machine else ""
         print(f"no runs{which} in {printable(request.shown_as or str(request.store))}; make one with 'reportgen profile'")

@@ -12,12 +12,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from reportgen import catalog
 from reportgen.analysis import change_points as cp
 from reportgen.analysis.history import history
+from reportgen.catalog.listing import selected_runs
 from reportgen.errors import ExitCode
-from reportgen.store.loader import check_is_store, list_run_dirs
-from reportgen.store.withdrawn import read_withdrawn
+from reportgen.store.runs import RunsRequest
 from reportgen.text.terminal import printable
 
 HISTORY_SCHEMA_VERSION = 1
@@ -37,13 +36,7 @@ class HistoryRequest:
 
 def store_steps(request: HistoryRequest) -> tuple[tuple[cp.SeriesSteps, ...], list[str]]:
     """Each series of the selected runs with its steps, and one message per bundle that did not load."""
-    cat = catalog.sync(request.store)
-    if not cat.entries:
-        check_is_store(request.store, list_run_dirs(request.store))
-    withdrawn = read_withdrawn(request.store) if request.store.is_dir() else {}
-    ids = [i for i, e in cat.entries.items()
-           if (request.scenario is None or e.run.scenario == request.scenario)
-           and (request.machine is None or e.run.machine == request.machine) and i not in withdrawn]
+    cat, ids, _ = selected_runs(RunsRequest(request.store, request.scenario, request.machine))
     groups = history(cat.digests(ids))
     return tuple(s for g in groups for s in cp.series_steps(g)), [p.message for p in cat.problems]
 

@@ -239,7 +239,10 @@ def _add_ab(sub: Subcommands) -> None:
                    help=f"samples per variant per side per round (default {d.samples_per_block})")
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the base scenario's)")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the base scenario's)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the inputs' random seed (default 0)")
+    p.add_argument("--order-seed", type=int, default=None,
+                   help="replay the sessions' order (which side is started first and which opens each session) "
+                   "from this seed, as recorded in a pair's JSON and stored runs (default: a new one each pair)")
     p.add_argument("--variants", default=None, help="comma-separated subset of variants")
     p.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
                    help="a scenario parameter in both workers (repeatable), e.g. --param eps=1e-5 (default: the "

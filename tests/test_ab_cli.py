@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+from itertools import islice
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
+from reportgen.ab.session import session_orders
 from reportgen.store.loader import load_store
 from reportgen.text.markdown import md_escape
 
@@ -72,8 +74,8 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     store, out = tmp_path / "store", tmp_path / "comment.md"
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
                    "--shape", "4,64", "--variants", "naive,fused", "--sessions", "6", "--rounds", "2", "--max-seconds", "2",
-                   "--samples", "4", "--threads", "1", "--clock", "cpu", "--store", str(store), "--output", str(out), "--quiet",
-                   env={"MALLOC_ARENA_MAX": "2"}, timeout=600)
+                   "--samples", "4", "--threads", "1", "--clock", "cpu", "--order-seed", "4242", "--store", str(store),
+                   "--output", str(out), "--quiet", env={"MALLOC_ARENA_MAX": "2"}, timeout=600)
     assert proc.stderr == "" and proc.stdout == ""
     text = out.read_text()
     headline = re.search(r"^### :[a-z_]+: reportgen A/B: ([a-z ]+)", text, re.M)
@@ -97,6 +99,11 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     rounds = len(base.ab.rounds)
     assert rounds == 12 and len(head.ab.rounds) == rounds  # the minimum 6 sessions of 2 rounds: the budget is spent
     assert [(r.session, r.index) for r in head.ab.rounds] == [(s, i) for s in range(6) for i in range(2)]
+    # the sessions ran in the order the seed asked for, and both runs record it
+    orders = tuple(islice(session_orders(4242), 6))
+    assert base.ab.order_seed == head.ab.order_seed == 4242 and base.ab.orders == head.ab.orders == orders
+    assert [r.first_side for r in head.ab.rounds] == [o.opens if i == 0 else ("head" if o.opens == "base" else "base")
+                                                      for o in orders for i in range(2)]
     assert [v.name for v in base.variants] == ["naive", "fused"]
     assert all(len(v.samples_us) == 4 * rounds and v.status.value == "ok" for v in (*base.variants, *head.variants))
     assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
@@ -207,6 +214,7 @@ def test_a_scenario_the_base_config_does_not_name_is_new_in_head(tmp_path: Path)
         (["--sessions", "5"], "--sessions 5: must be at least 6"),
         (["--rounds", "3"], "--rounds 3: must be an even number >= 2"),
         (["--threads", "0"], "--threads 0: must be at least 1"),
+        (["--order-seed", "-1"], "--order-seed -1: must be between 0 and 4294967295"),
         (["--shape", "4,x"], "shape '4,x': expected comma-separated positive integers"),
         (["--base", "/nonexistent/x"], "--base /nonexistent/x: not a folder"),
     ],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +14,14 @@ import pytest
 
 from reportgen.ab.bundles import store_pair
 from reportgen.ab.coordinator import coordinate
-from reportgen.ab.pair import PairResult, VariantKind
+from reportgen.ab.pair import PairResult, VariantKind, sides_from
 from reportgen.ab.report import ab_json, render_ab_markdown, render_scenario_only
-from reportgen.ab.session import SideFailed
+from reportgen.ab.session import SideFailed, session_orders
 from reportgen.ab.settings import AbSettings
 from reportgen.analysis.paired import AbVerdict
 from reportgen.errors import ExitCode, UsageError
 from reportgen.model.codec import to_jsonable
-from reportgen.model.run import Environment, GitInfo
+from reportgen.model.run import Environment, GitInfo, SessionOrder
 from reportgen.store.loader import load_run, load_store
 from reportgen.text.markdown import md_escape
 
@@ -131,8 +132,9 @@ def pair(base_times: dict[str, float], head_times: dict[str, float], settings: A
     drift = head_kw.pop("drift", lambda _t: 1.0)
     made: list[dict[str, FakeWorker]] = []
 
-    def spawn() -> dict[str, Any]:
+    def spawn(order: SessionOrder) -> dict[str, Any]:
         session = len(made)
+        assert order.session == session
         made.append({"base": FakeWorker("base", base_times, clock, log, session, drift=drift, **base_kw),
                      "head": FakeWorker("head", head_times, clock, log, session, process(session), drift=drift,
                                         **head_kw)})
@@ -151,27 +153,57 @@ def block_sides(log: list[tuple[str, str, dict[str, Any]]]) -> str:
     return "".join(side[0].upper() for side, cmd, _ in log if cmd == "block")
 
 
+def planned_blocks(orders: tuple[SessionOrder, ...], rounds: int) -> str:
+    """What the recorded orders say the blocks were: per session, a priming round and ``rounds`` rounds, ABBA from
+    the side that opens it."""
+    out = ""
+    for order in orders:
+        ab = "".join(side[0].upper() for side in sides_from(order.opens))
+        out += ab + "".join(ab if i % 2 == 0 else ab[::-1] for i in range(rounds))
+    return out
+
+
 def test_sessions_of_fresh_workers_each_prime_then_alternate_abba() -> None:
     p = pair({"naive": 100.0}, {"naive": 100.0})
     result = p.result
     assert result.stop_reason == "decided" and result.sessions == 6 and len(result.rounds) == 12
     assert len(p.workers) == 6 and all(w.closed for session in p.workers for w in session.values())
-    assert block_sides(p.log) == ("BH" + "BHHB") * 6  # per session: one priming round, then 2 rounds ABBA
-    assert [(r.session, r.index, r.first_side) for r in result.rounds[:5]] == [
-        (0, 0, "base"), (0, 1, "head"), (1, 0, "base"), (1, 1, "head"), (2, 0, "base")]
+    orders = result.orders
+    assert [o.session for o in orders] == list(range(6)) and result.order_seed is not None
+    assert block_sides(p.log) == planned_blocks(orders, 2)  # per session: one priming round, then 2 rounds ABBA
+    assert [(r.session, r.index, r.first_side) for r in result.rounds] == [
+        (s, i, sides_from(orders[s].opens)[i % 2]) for s in range(6) for i in range(2)]
     assert [cmd for _, cmd, _ in p.log if cmd in ("load", "quit")] == ["load", "load", "quit", "quit"] * 6
     loads = [side for side, cmd, _ in p.log if cmd == "load"]
     warms = [(side, msg["brief"]) for side, cmd, msg in p.log if cmd == "warm"]
-    assert loads == ["base", "head"] * 6
-    assert warms == [("base", False), ("head", False)] + [("base", True), ("head", True)] * 5  # calibrated once
+    assert loads == [side for o in orders for side in o.spawn_sides]
+    assert warms == [(side, o.session > 0) for o in orders for side in o.spawn_sides]  # calibrated once
     # both sides time the same calls per sample in every session: the larger of session 1's calibrations
     assert all(msg["calls"] == {"naive": 2} for _, cmd, msg in p.log if cmd == "block")
+
+
+def test_who_starts_and_who_opens_is_random_balanced_and_replays_from_the_recorded_seed() -> None:
+    plans = {seed: list(islice(session_orders(seed), 40)) for seed in range(50)}
+    for orders in plans.values():
+        for k in range(0, 40, 2):  # every two sessions: each side started first once and opened once
+            two = orders[k:k + 2]
+            assert sorted(o.spawned_first for o in two) == ["base", "head"]
+            assert sorted(o.opens for o in two) == ["base", "head"]
+    assert list(islice(session_orders(7), 40)) == plans[7]  # a seed is a plan
+    firsts = {(orders[0].spawned_first, orders[0].opens) for orders in plans.values()}
+    assert len(firsts) == 4  # not a fixed pattern: every combination opens some pair
+    drawn = pair({"naive": 100.0}, {"naive": 100.0})
+    replayed = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, order_seed=drawn.result.order_seed))
+    assert replayed.result.orders == drawn.result.orders and replayed.log == drawn.log
+    other = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, order_seed=drawn.result.order_seed + 1))
+    assert other.result.order_seed == drawn.result.order_seed + 1
+    assert [o for o in other.result.orders] == list(islice(session_orders(other.result.order_seed), 6))
 
 
 def test_by_default_a_session_primes_then_runs_sixteen_short_rounds_abba() -> None:
     result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings())
     assert result.result.sessions == 6 and len(result.result.rounds) == 96
-    assert block_sides(result.log) == ("BH" + "BHHB" * 8) * 6
+    assert block_sides(result.log) == planned_blocks(result.result.orders, 16)
     blocks = [msg for _, cmd, msg in result.log if cmd == "block"]
     assert all((msg["samples"], msg["discard"]) == (2, 0) for msg in blocks)  # fine interleaving: 2 timed samples
 
@@ -401,6 +433,8 @@ def test_both_runs_are_stored_as_one_pair_with_every_rounds_samples(tmp_path: Pa
     assert (base.ab.side, base.ab.partner_run_id) == ("base", head.run_id)
     assert (head.ab.side, head.ab.partner_run_id) == ("head", base.run_id)
     assert base.ab.method == head.ab.method == result.method and base.ab.threshold_pct == 5.0
+    assert base.ab.order_seed == head.ab.order_seed == result.order_seed is not None
+    assert base.ab.orders == head.ab.orders == result.orders and len(result.orders) == result.sessions
     assert base.ab.method.startswith("median of each side's block of 2 samples per variant per round, ")
     assert base.git == COMMITS["base"] and head.git == COMMITS["head"]
     for run, side in ((base, "base"), (head, "head")):
@@ -447,6 +481,8 @@ def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     assert doc["schema_version"] == 1 and doc["verdict"] == "regression" and doc["exit_code"] == 1
     assert len(doc["rounds"]) == 12 and doc["variants"][0]["stats"]["rounds"] == 12 and doc["sessions"] == 6
     assert doc["variants"][0]["stats"]["sessions"] == 6 and doc["rounds"][-1]["session"] == 5
+    assert doc["order_seed"] == result.order_seed and doc["orders"] == [
+        {"session": o.session, "spawned_first": o.spawned_first, "opens": o.opens} for o in result.orders]
 
 
 def test_a_scenario_on_one_side_only_is_new_or_removed() -> None:

@@ -14,6 +14,7 @@ from reportgen.ab.settings import AbSettings
 from reportgen.devices.neuron import hardware
 from reportgen.devices.neuron.cores import ab_core_pair, parse_core_list
 from reportgen.errors import DeviceUnavailable, ExitCode, UsageError
+from reportgen.model.run import SessionOrder
 
 
 def _real_ls(name: str) -> hardware.NeuronLs:
@@ -79,9 +80,9 @@ def test_the_spawner_starts_each_session_with_that_sessions_cores(monkeypatch: p
 
     monkeypatch.setattr(process, "ProcessWorker", Recorder)
     spawner = process.PairSpawner(AbSettings(neuron_cores=(0, 1)), {})
-    spawner()
-    spawner()
-    assert started == [("base", "0"), ("head", "1"), ("base", "1"), ("head", "0")]
+    spawner(SessionOrder(0, "base", "head"))
+    spawner(SessionOrder(1, "head", "head"))
+    assert started == [("base", "0"), ("head", "1"), ("head", "0"), ("base", "1")]  # in the order's spawn order
 
 
 def test_no_neuron_device_leaves_auto_and_cpu_settings_unchanged() -> None:

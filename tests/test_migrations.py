@@ -44,8 +44,8 @@ def _drop_nones_absent_from(new: object, old: object) -> object:
     return new
 
 
-def test_schema_is_5_and_every_older_version_has_a_step() -> None:
-    assert SCHEMA_VERSION == 5
+def test_schema_is_6_and_every_older_version_has_a_step() -> None:
+    assert SCHEMA_VERSION == 6
     assert sorted(migrations.STEPS) == list(range(1, SCHEMA_VERSION))
 
 
@@ -156,6 +156,7 @@ def test_stored_v3_ab_pair_gets_session_0_on_every_round_and_nothing_else() -> N
         assert upgraded == {**raw, "schema_version": SCHEMA_VERSION, "ab": {**raw["ab"], "rounds": expected_rounds}}
         run = load_run(V3_STORE / run_id)
         assert run.ab is not None and run.ab.side == side and {r.session for r in run.ab.rounds} == {0}
+        assert run.ab.order_seed is None and run.ab.orders == ()  # schema 6's orders: none recorded before
 
 
 def test_a_v3_pair_compares_as_one_session_so_a_change_is_never_decided(tmp_path: Path) -> None:

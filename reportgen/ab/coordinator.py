@@ -1,9 +1,11 @@
 """The A/B coordinator: drive base and head workers through interleaved rounds, in several sessions, to a verdict.
 
-A *session* is one fresh pair of worker processes: load both sides (in parallel) -> warm and
-compile base, then head -> one unrecorded priming round -> ``rounds_per_session`` rounds in ABBA
-order (base first in even rounds, head first in odd ones), each round one block of samples per
-measured variant per side -> both workers closed. Why sessions: two processes running the same
+A *session* is one fresh pair of worker processes: start both and load them (in parallel) -> warm and
+compile one side, then the other -> one unrecorded priming round -> ``rounds_per_session`` rounds in ABBA
+order (the opening side first in even rounds, the other in odd ones), each round one block of samples per
+measured variant per side -> both workers closed. Which side is started (and warmed) first and which opens is
+random per session, balanced over each two sessions and replayable from a seed recorded with the pair
+(``session.session_orders``): neither side always goes first. Why sessions: two processes running the same
 code differ by a fixed amount for their whole life (measured on a 2-core VM: up to ±20 % at a
 cache-resident shape, ±2.5 % at the default shape), which rounds inside one pair of processes
 cannot see. So the process pair is the unit of the interval: after ``min_sessions`` sessions, and
@@ -22,13 +24,13 @@ session (the same code worked before) raises ``SideFailed``.
 
 from __future__ import annotations
 
+import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from reportgen.ab.pair import (
-    SIDES,
     PairResult,
     RoundRecord,
     SideReport,
@@ -37,10 +39,11 @@ from reportgen.ab.pair import (
     memory_changes,
     session_count,
 )
-from reportgen.ab.session import Session, SideFailed, Spawn, load_both, session_rounds, warm
-from reportgen.ab.settings import AbSettings
+from reportgen.ab.session import Session, SideFailed, Spawn, load_both, session_orders, session_rounds, warm
+from reportgen.ab.settings import ORDER_SEEDS, AbSettings
 from reportgen.analysis.paired import AbVerdict, PairStats, SessionRounds, pair_stats
 from reportgen.errors import UsageError
+from reportgen.model.run import SessionOrder
 
 
 def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbSettings,
@@ -50,15 +53,18 @@ def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbS
     settings.check()
     say = progress or (lambda _message: None)
     t0 = clock()
-    with Session(spawn) as workers:
+    seed = settings.order_seed if settings.order_seed is not None else secrets.randbelow(ORDER_SEEDS)
+    orders = session_orders(seed)
+    first = next(orders)
+    with Session(spawn, first) as workers:
         say("session 1: loading both sides")
-        loaded = load_both(workers, roots, scenario, settings)
+        loaded = load_both(workers, roots, scenario, settings, first)
         if any(s.error for s in loaded.values()):
             return _unmeasured(settings, loaded, None, None, (), clock() - t0)
         shape, dtype, notes = _shape_and_dtype(loaded, settings)
         selected = _selected(loaded, settings.variants)
         sides = dict(loaded)
-        for side in SIDES:  # sequentially: one side's compile does not disturb the other's calibration
+        for side in first.spawn_sides:  # sequentially: one side's compile does not disturb the other's calibration
             say(f"session 1: warming up and compiling {side}")
             wanted = [n for n in selected if n in loaded[side].declared]
             sides[side] = warm(workers[side], loaded[side], shape, dtype, wanted, settings)
@@ -71,13 +77,14 @@ def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbS
                               clock() - t0, notes)
         warm_s = clock() - t0
         say(f"session 1: rounds of {settings.samples_per_block} samples per variant: {', '.join(calls)}")
-        rounds_s, rounds = _timed(clock, lambda: session_rounds(workers, calls, settings, 0))
-    run = _Runner(spawn, roots, scenario, settings, clock, say, (shape, dtype), calls, list(rounds), warm_s, rounds_s)
+        rounds_s, rounds = _timed(clock, lambda: session_rounds(workers, calls, settings, first))
+    run = _Runner(spawn, roots, scenario, settings, clock, say, (shape, dtype), calls, list(rounds), warm_s, rounds_s,
+                  orders, [first])
     variants, stop = run.until_decided(pairs, t0)
     say(f"{run.sessions} sessions, {len(run.rounds)} rounds in {clock() - t0:.1f} s; stopped: {stop}")
     memory = memory_changes(sides["base"], sides["head"], variants, settings.memory_threshold_pct)
     return PairResult(settings, sides["base"], sides["head"], shape, dtype, variants, tuple(run.rounds), stop,
-                      run.rounds_s, run.warm_s, notes, memory)
+                      run.rounds_s, run.warm_s, notes, memory, seed, tuple(run.started))
 
 
 def _timed(clock: Callable[[], float], fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -101,6 +108,8 @@ class _Runner:
     rounds: list[RoundRecord]
     warm_s: float
     rounds_s: float
+    orders: Iterator[SessionOrder]
+    started: list[SessionOrder]
 
     @property
     def sessions(self) -> int:
@@ -132,10 +141,13 @@ class _Runner:
         """Fresh workers: load, warm the measured variants (the first session's calibration kept), rounds."""
         shape, dtype = self.inputs
         t0 = self.clock()
-        with Session(self.spawn) as workers:
+        order = next(self.orders)
+        assert order.session == session
+        self.started.append(order)
+        with Session(self.spawn, order) as workers:
             self.say(f"session {session + 1}: loading and warming both sides")
-            loaded = load_both(workers, self.roots, self.scenario, self.settings)
-            for side in SIDES:
+            loaded = load_both(workers, self.roots, self.scenario, self.settings, order)
+            for side in order.spawn_sides:
                 report = loaded[side]
                 if report.error is None:
                     report = warm(workers[side], report, shape, dtype, list(self.calls), self.settings, brief=True)
@@ -145,7 +157,7 @@ class _Runner:
                     raise SideFailed(f"the {side} side failed in session {session + 1} "
                                      f"({report.error_stage or 'warm'}), after working in session 1: {bad}")
             self.warm_s += self.clock() - t0
-            seconds, rounds = _timed(self.clock, lambda: session_rounds(workers, self.calls, self.settings, session))
+            seconds, rounds = _timed(self.clock, lambda: session_rounds(workers, self.calls, self.settings, order))
         self.rounds_s += seconds
         self.rounds.extend(rounds)
 

@@ -13,6 +13,7 @@ from reportgen.compare.memory import MemoryChange, memory_change
 from reportgen.errors import ExitCode
 from reportgen.model.codec import from_jsonable
 from reportgen.model.memory import VariantMemory
+from reportgen.model.run import SessionOrder
 
 SIDES = ("base", "head")
 
@@ -80,6 +81,11 @@ class RoundRecord:
     session: int = 0
 
 
+def sides_from(side: str) -> tuple[str, str]:
+    """Both sides, ``side`` first."""
+    return SIDES if side == SIDES[0] else (SIDES[1], SIDES[0])
+
+
 @dataclass(frozen=True)
 class PairResult:
     """Everything a pair measured and concluded."""
@@ -97,6 +103,10 @@ class PairResult:
     notes: tuple[str, ...] = ()
     memory: tuple[MemoryChange, ...] = ()
     """Each variant measured on both sides: its memory per call (first session, before the rounds), base vs head."""
+    order_seed: int | None = None
+    """The seed of the sessions' orders (``settings.order_seed``, or drawn for this pair); None: not measured."""
+    orders: tuple[SessionOrder, ...] = ()
+    """Every session's order, as started."""
 
     @property
     def memory_regressions(self) -> tuple[MemoryChange, ...]:

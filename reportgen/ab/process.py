@@ -15,6 +15,7 @@ from reportgen.ab.pair import SIDES
 from reportgen.ab.session import Worker, WorkerFailed
 from reportgen.ab.settings import HUGE_PAGES_ENV, IDLE_THREADS_ENV, AbSettings
 from reportgen.devices.neuron.cores import side_environment
+from reportgen.model.run import SessionOrder
 
 REPLY_TIMEOUT_S = 1800.0
 """The longest a worker may take to answer one command (a cold torch.compile of several variants)."""
@@ -94,12 +95,13 @@ def worker_environment(settings: AbSettings, environ: Mapping[str, str], side: s
 
 
 class PairSpawner:
-    """Starts each session's workers: a fresh process per side, with the environment of that side and session."""
+    """Starts each session's workers: a fresh process per side, in the order's ``spawn_sides``, with the environment
+    of that side and session."""
 
     def __init__(self, settings: AbSettings, environ: Mapping[str, str]) -> None:
-        self.settings, self.environ, self.sessions = settings, dict(environ), 0
+        self.settings, self.environ = settings, dict(environ)
 
-    def __call__(self) -> dict[str, Worker]:
-        session, self.sessions = self.sessions, self.sessions + 1
-        return {side: ProcessWorker(side, env=worker_environment(self.settings, self.environ, side, session))
-                for side in SIDES}
+    def __call__(self, order: SessionOrder) -> dict[str, Worker]:
+        started = {side: ProcessWorker(side, env=worker_environment(self.settings, self.environ, side, order.session))
+                   for side in order.spawn_sides}
+        return {side: started[side] for side in SIDES}

@@ -211,6 +211,8 @@ def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, s
         "variants": [{"name": v.name, "kind": v.kind.value, "verdict": v.verdict.value if v.verdict else None,
                       "stats": to_jsonable(v.stats) if v.stats else None, "base_error": v.base_error,
                       "head_error": v.head_error} for v in result.variants],
+        "order_seed": result.order_seed,
+        "orders": [to_jsonable(o) for o in result.orders],
         "rounds": [to_jsonable(r) for r in result.rounds],
         "notes": list(result.notes),
         "stored_runs": stored,

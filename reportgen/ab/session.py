@@ -6,13 +6,15 @@ A session is one fresh pair of worker processes (see ``coordinator``). Workers a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, Protocol
 
-from reportgen.ab.pair import SIDES, RoundRecord, SideReport
+from reportgen.ab.pair import SIDES, RoundRecord, SideReport, sides_from
 from reportgen.ab.settings import AbSettings
 from reportgen.errors import ReportgenError, UsageError
+from reportgen.model.run import SessionOrder
 
 PRIMING_ROUNDS = 1
 
@@ -27,8 +29,21 @@ class Worker(Protocol):
     def close(self) -> None: ...
 
 
-Spawn = Callable[[], dict[str, Worker]]
-"""Makes one session's workers: side -> a fresh worker."""
+def session_orders(seed: int) -> Iterator[SessionOrder]:
+    """Each session's order, random but balanced: in every two sessions each side is spawned first once and opens
+    once (two independent shuffles per pair of sessions), from ``random.Random(seed)``, so a stored seed replays the
+    plan. Cancels by design what the order of starting and opening may do to one side (docs/ab-testing.md)."""
+    rng = random.Random(seed)
+    session = 0
+    while True:
+        spawned, opens = rng.sample(SIDES, 2), rng.sample(SIDES, 2)
+        for k in range(2):
+            yield SessionOrder(session, spawned[k], opens[k])
+            session += 1
+
+
+Spawn = Callable[[SessionOrder], dict[str, Worker]]
+"""Makes one session's workers, in the order's ``spawn_sides``: side -> a fresh worker."""
 
 
 class SideFailed(ReportgenError):
@@ -46,8 +61,8 @@ class WorkerFailed(Exception):
 class Session:
     """One session's workers, closed on the way out whatever happened."""
 
-    def __init__(self, spawn: Spawn) -> None:
-        self.workers = spawn()
+    def __init__(self, spawn: Spawn, order: SessionOrder) -> None:
+        self.workers = spawn(order)
 
     def __enter__(self) -> dict[str, Worker]:
         return self.workers
@@ -62,13 +77,14 @@ class Session:
             w.close()
 
 
-def side_order(index: int) -> tuple[str, str]:
-    """ABBA over pairs of rounds: base first in even rounds, head first in odd ones (docs/ab-testing.md).
+def side_order(index: int, opens: str = SIDES[0]) -> tuple[str, str]:
+    """ABBA over pairs of rounds: ``opens`` first in even rounds, the other side in odd ones (docs/ab-testing.md).
 
     Not ``profile.timing.round_order``: that one rotates any number of variants through every position
     (AB BA BA AB for two); a pair alternates every round, the schedule its benchmarks were measured with.
     """
-    return SIDES if index % 2 == 0 else (SIDES[1], SIDES[0])
+    first = sides_from(opens)
+    return first if index % 2 == 0 else (first[1], first[0])
 
 
 def _request(worker: Worker, msg: dict[str, Any]) -> dict[str, Any]:
@@ -84,10 +100,10 @@ def _reply(worker: Worker, stage: str) -> dict[str, Any]:
 
 
 def load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
-              settings: AbSettings) -> dict[str, SideReport]:
-    """Send ``load`` to both, then read both: imports and set-up overlap."""
+              settings: AbSettings, order: SessionOrder) -> dict[str, SideReport]:
+    """Send ``load`` to both (the side spawned first first), then read both: imports and set-up overlap."""
     sent: dict[str, WorkerFailed | None] = {}
-    for side in SIDES:
+    for side in order.spawn_sides:
         try:
             workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device,
                                  "threads": settings.threads, "clock": settings.clock})
@@ -156,19 +172,20 @@ def _replace(report: SideReport, **changes: Any) -> SideReport:
 
 
 def session_rounds(workers: dict[str, Worker], calls: dict[str, int], settings: AbSettings,
-                   session: int) -> tuple[RoundRecord, ...]:
+                   order: SessionOrder) -> tuple[RoundRecord, ...]:
     """One priming round (after the other side's warm-up, caches and clocks settle: not recorded), then the
-    session's rounds in ABBA order."""
+    session's rounds in ABBA order, ``order.opens`` first."""
     block = {"cmd": "block", "samples": settings.samples_per_block, "discard": settings.discard_per_block,
              "calls": calls}
     for _ in range(PRIMING_ROUNDS):
-        _one_round(workers, block, session, 0)
-    return tuple(_one_round(workers, block, session, i) for i in range(settings.rounds_per_session))
+        _one_round(workers, block, order, 0)
+    return tuple(_one_round(workers, block, order, i) for i in range(settings.rounds_per_session))
 
 
-def _one_round(workers: dict[str, Worker], block: dict[str, Any], session: int, index: int) -> RoundRecord:
+def _one_round(workers: dict[str, Worker], block: dict[str, Any], plan: SessionOrder, index: int) -> RoundRecord:
     samples: dict[str, dict[str, tuple[float, ...]]] = {}
-    order = side_order(index)
+    session = plan.session
+    order = side_order(index, plan.opens)
     for side in order:
         try:
             reply = _request(workers[side], block)

@@ -37,6 +37,10 @@ MAX_SECONDS = 86_400.0
 """Longest time budget, one day: a budget must be a finite time."""
 
 
+ORDER_SEEDS = 2**32
+"""Seeds of the sessions' orders: 0 .. 2**32 - 1 (a pair draws one when none is given)."""
+
+
 @dataclass(frozen=True)
 class AbSettings:
     """How a pair is measured and judged."""
@@ -57,7 +61,8 @@ class AbSettings:
     warmup: int = 3
     shape: tuple[int, ...] | None = None  # None: the base scenario's default
     dtype: str | None = None
-    seed: int = 0
+    seed: int = 0  # the inputs' seed
+    order_seed: int | None = None  # the seed of the sessions' spawn and opening orders (None: drawn per pair, recorded)
     variants: tuple[str, ...] | None = None  # None: every variant of either side
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads in both workers (None: torch's default, one per core)
@@ -73,6 +78,9 @@ class AbSettings:
         if not self.threshold_pct > 0:
             raise UsageError(f"threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5",
                              field="threshold")
+        if self.order_seed is not None and not 0 <= self.order_seed < ORDER_SEEDS:
+            raise UsageError(f"order_seed {self.order_seed}: must be between 0 and {ORDER_SEEDS - 1} (a pair's "
+                             "JSON and stored runs record the one it used)", field="order_seed")
 
         if self.min_sessions < MIN_SESSIONS_FOR_INTERVAL:
             raise UsageError(f"sessions {self.min_sessions}: must be at least {MIN_SESSIONS_FOR_INTERVAL} "
@@ -118,6 +126,7 @@ def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wa
     huge = ("torch's large CPU allocations in transparent huge pages in both workers "
             f"({HUGE_PAGES_TEXT}); " if huge_pages else "")
     return (f"{timed}{device}{flushed}{cores}{huge}median of each side's block of {samples_per_block} {noun}{untimed} "
-            "per variant per round, ratio head/base per round, rounds in ABBA order; each session (a fresh pair of "
+            "per variant per round, ratio head/base per round, rounds in ABBA order, which side is started first and "
+            "which opens drawn per session (balanced over each two); each session (a fresh pair of "
             "worker processes) gives the median of its rounds' ratios; Wilcoxon signed-rank 95 % interval "
             "(Hodges-Lehmann, exact null distribution) for the centre of the logs of the sessions' ratios")

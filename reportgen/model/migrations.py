@@ -59,7 +59,14 @@ def _v4_to_v5(data: RawRun, source: Path | str) -> RawRun:
     return {**data, "schema_version": 5}
 
 
-STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+def _v5_to_v6(data: RawRun, source: Path | str) -> RawRun:
+    """Schema 6 only adds an A/B pair's optional ``ab.order_seed`` and ``ab.orders``: older pairs recorded none (base
+    was started first and opened every session), so nothing moves."""
+    return {**data, "schema_version": 6}
+
+
+STEPS: dict[int, Callable[[RawRun, Path | str], RawRun]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
+                                                            5: _v5_to_v6}
 
 
 def upgrade(data: RawRun, source: Path | str) -> RawRun:

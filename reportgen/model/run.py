@@ -12,12 +12,13 @@ from enum import Enum
 from reportgen.model.breakdown import TraceBreakdown
 from reportgen.model.memory import VariantMemory
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of ``run.json``. Bump on any incompatible change and add the step to ``reportgen.model.migrations``:
 the loader upgrades older bundles in memory and refuses newer ones. 2: device-specific environment
 fields moved into ``Environment.device_extras``. 3: shape sweeps (``Run.sweep``) and the ceilings they
 need (``DevicePeak.bandwidth_curve``, ``cache_levels``, ``flops_source``); a reader of version 2 would
-silently drop them, so it must refuse these bundles. 5: memory per call (``VariantResult.memory``)."""
+silently drop them, so it must refuse these bundles. 5: memory per call (``VariantResult.memory``).
+6: an A/B pair's session orders and their seed (``AbInfo.order_seed``, ``AbInfo.orders``)."""
 
 
 class DeviceKind(str, Enum):
@@ -292,6 +293,21 @@ class AbRound:
 
 
 @dataclass(frozen=True)
+class SessionOrder:
+    """Who goes first in one session of an A/B pair: ``spawned_first`` is started, sent ``load`` and (session 1)
+    warmed first; ``opens`` times the first block of the priming round and of round 0 (ABBA alternates from there)."""
+
+    session: int
+    spawned_first: str
+    opens: str
+
+    @property
+    def spawn_sides(self) -> tuple[str, str]:
+        """Both sides ("base", "head"), the one started first first."""
+        return (self.spawned_first, "head" if self.spawned_first == "base" else "base")
+
+
+@dataclass(frozen=True)
 class AbInfo:
     """Marks a run as one side ("base" or "head") of an interleaved A/B pair (``reportgen ab``)."""
 
@@ -301,6 +317,10 @@ class AbInfo:
     method: str
     threshold_pct: float
     rounds: tuple[AbRound, ...]
+    order_seed: int | None = None
+    """The seed the sessions' orders were drawn from (``reportgen ab --order-seed`` replays them); schema 6."""
+    orders: tuple[SessionOrder, ...] = ()
+    """Every session's order, as run; schema 6 (older pairs: base started and opened every session)."""
 
 
 @dataclass(frozen=True)

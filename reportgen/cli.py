@@ -250,13 +250,15 @@ def _add_ab(sub: Subcommands) -> None:
     p.add_argument("--device", choices=["auto", "neuron", "cuda", "cpu"], default=None,
                    help="default: the config's, else auto")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch intra-op threads in both workers (default: torch's), e.g. to match production")
+                   help="torch intra-op threads in both workers (default: 1 on the CPU, where one thread decides on a "
+                   "shared machine; torch's default elsewhere), e.g. --threads 8 to measure the multi-threaded case")
     p.add_argument("--clock", choices=CLOCKS, default=d.clock,
                    help="what times a sample: the wall clock (default), or each worker's CPU time (CPU device only; "
                    "not slowed by other processes taking the core)")
-    p.add_argument("--huge-pages", action="store_true",
-                   help="CPU: both workers' torch allocator takes transparent huge pages for large tensors "
-                   "(THP_MEM_ALLOC_ENABLE=1): far fewer page faults per call; see docs/ab-testing.md")
+    p.add_argument("--huge-pages", action=argparse.BooleanOptionalAction, default=None,
+                   help="CPU: both workers' torch allocator takes transparent huge pages for large tensors (default: "
+                   "on where the kernel gives them on request; --no-huge-pages: 4 KiB pages) (THP_MEM_ALLOC_ENABLE=1): far "
+                   "fewer page faults per call; see docs/ab-testing.md")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

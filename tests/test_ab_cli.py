@@ -265,6 +265,8 @@ def test_huge_pages_reach_the_workers_environment_and_their_fingerprint(tmp_path
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the caller's own choice is kept
     assert worker_environment(AbSettings(), os.environ)["OMP_WAIT_POLICY"] == "ACTIVE"
     monkeypatch.delenv("OMP_WAIT_POLICY")
+    assert "THP_MEM_ALLOC_ENABLE" not in worker_environment(AbSettings(huge_pages=False, thp_on_request=True), {})
+    assert worker_environment(AbSettings(thp_on_request=True), {})["THP_MEM_ALLOC_ENABLE"] == "1"  # the default
     env = worker_environment(AbSettings(huge_pages=True), os.environ)
     assert env is not None and env["THP_MEM_ALLOC_ENABLE"] == "1" and env["PATH"] == os.environ["PATH"]
     assert os.environ["THP_MEM_ALLOC_ENABLE"] == "0"  # this process's own environment untouched
@@ -277,6 +279,31 @@ def test_huge_pages_reach_the_workers_environment_and_their_fingerprint(tmp_path
     finally:
         worker.close()
     assert reply["event"] == "loaded" and reply["environment"]["allocator_env"] == {"THP_MEM_ALLOC_ENABLE": "1"}
+    assert reply["environment"]["torch_threads"] == 1  # no --threads: the CPU default
+
+
+@pytest.mark.parametrize("mode, wanted", [("madvise", True), ("always", True), ("never", False), (None, False)])
+def test_by_default_huge_pages_follow_the_kernel_and_a_missing_mode_is_no_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | None, wanted: bool) -> None:
+    from reportgen.ab import command
+    from reportgen.ab.pair import PairResult
+    from reportgen.cli import main
+
+    seen = []
+
+    def measure(request: command.AbRequest, roots: dict[str, Path]) -> PairResult:
+        seen.append(request.settings)
+        raise command.UsageError("stop here", field="scenario")
+
+    monkeypatch.setattr(command, "read_thp_mode", lambda: mode)
+    monkeypatch.setattr(command, "_measure", measure)
+    for side in ("base", "head"):
+        checkout(tmp_path / side, side)
+    assert main(["ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
+                 "--device", "cpu", "--store", str(tmp_path / "s")]) == 2
+    (settings,) = seen
+    assert settings.huge_pages is None and settings.thp_on_request is wanted and settings.wants_huge_pages is wanted
+    assert settings.threads is None  # the worker sets the CPU default (above)
 
 
 PARAM_TINY = TINY.replace("from reportgen.scenario.loader import Scenario, Variant",

@@ -22,7 +22,6 @@ from conftest import ROOT
 from hostile import tree_hash
 from user_repo_kit import ADD_RMSNORM, git, write_user_package
 
-from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
 from reportgen.ci import ACTION_SCRIPT
 from reportgen.ci.comment import GitHub, post_or_update
 from reportgen.compare.report import MARKER
@@ -79,9 +78,8 @@ def test_this_repositorys_workflow_uses_the_local_action() -> None:
              for job in uses}
     assert modes == {"profile-and-build": "push", "compare": "pull-request"}
     compare = next(s for s in wf["jobs"]["compare"]["steps"] if s.get("uses") == "./")
-    # on the hosted CPU runner the flags measured for a shared CPU, on a self-hosted one the repository's variable
-    flags = " ".join(SHARED_CPU_RUNNER_ARGS)
-    assert compare["with"]["ab-args"] == "${{ vars.REPORTGEN_RUNNER == '' && '" + flags + "' || vars.REPORTGEN_AB_ARGS }}"
+    # reportgen ab's defaults are the ones measured for a shared CPU; more flags from the repository's variable
+    assert compare["with"]["ab-args"] == "${{ vars.REPORTGEN_AB_ARGS }}"
 
 
 def test_script_is_valid_bash() -> None:

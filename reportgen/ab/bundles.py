@@ -44,16 +44,16 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
         stored = dataclasses.replace(
             run, ab=dataclasses.replace(run.ab, partner_run_id=partner),
             notes=(f"side {side} of the interleaved A/B pair {pair_id} with {partner}: {len(run.ab.rounds)} rounds "
-                   f"in {result.sessions} sessions",) + setting_notes(result.settings))
+                   f"in {result.sessions} sessions",) + setting_notes(result.settings, result.huge_pages))
         catalog.record(store, stored, write_bundle(store, stored, {}))
     return {side: run.run_id for side, run in runs.items()}
 
 
-def setting_notes(settings: AbSettings) -> tuple[str, ...]:
+def setting_notes(settings: AbSettings, huge_pages: bool) -> tuple[str, ...]:
     """What a run bundle of the pair says about how its times were taken, beyond the method."""
-    huge = (f"both workers ran with {HUGE_PAGES_TEXT} (reportgen ab "
-            "--huge-pages): torch's large CPU allocations in transparent huge pages, so they page-fault far less "
-            "than by default",) if settings.huge_pages else ()
+    huge = (f"both workers ran with {HUGE_PAGES_TEXT} (reportgen ab's CPU default where the kernel gives huge "
+            "pages on request; --no-huge-pages turns it off): torch's large CPU allocations in transparent huge "
+            "pages, so they page-fault far less than with 4 KiB pages",) if huge_pages else ()
     return CLOCK_NOTES[settings.clock] + huge
 
 

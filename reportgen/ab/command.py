@@ -29,6 +29,9 @@ from reportgen.devices.neuron.cores import VISIBLE_CORES_ENV, ab_core_pair
 from reportgen.devices.neuron.hardware import NeuronLs, detect
 from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
 
+THP_ON_REQUEST = ("always", "madvise")
+"""Kernel THP modes in which an ``madvise`` gets transparent huge pages."""
+
 
 @dataclass(frozen=True)
 class AbRequest:
@@ -48,7 +51,7 @@ class AbRequest:
         """Refuse a request that cannot be measured; each message starts with the request field."""
         check_checkouts(self.base, self.head)
         self.settings.check()
-        if self.settings.huge_pages:
+        if self.settings.huge_pages:  # asked for: refused where the kernel gives none (the default just goes without)
             check_huge_pages(read_thp_mode())
         if self.output is not None:
             from reportgen.store.outputs import check_output_path
@@ -66,7 +69,8 @@ def check_checkouts(base: Path, head: Path) -> None:
 def run_ab_command(request: AbRequest) -> int:
     """The whole command; returns the exit code."""
     request.check()
-    request = replace(request, settings=with_neuron_cores(request.settings, os.environ))
+    settings = replace(request.settings, thp_on_request=read_thp_mode() in THP_ON_REQUEST)
+    request = replace(request, settings=with_neuron_cores(settings, os.environ))
     roots = {"base": request.base.resolve(), "head": request.head.resolve()}
     present = {side: _scenario_present(root, request.scenario) for side, root in roots.items()}
     if not any(present.values()):
@@ -111,7 +115,7 @@ def _scenario_present(root: Path, ref: str) -> bool:
 
 def check_huge_pages(mode: str | None) -> None:
     """Refuse --huge-pages where this kernel gives no transparent huge pages on request (``mode``: its THP mode)."""
-    if mode in ("always", "madvise"):
+    if mode in THP_ON_REQUEST:
         return
     where = f"{THP_ENABLED_FILE} says {mode}" if mode else f"no {THP_ENABLED_FILE}"
     raise UsageError(f"huge_pages: this machine gives no transparent huge pages on request ({where}); drop it, or "

@@ -113,11 +113,18 @@ class PairResult:
         return tuple(m for m in self.memory if m.is_regression)
 
     @property
+    def huge_pages(self) -> bool:
+        """Whether huge pages changed what was measured: asked for (or the default where the kernel gives them) and
+        the pair ran on the CPU."""
+        device = self.base if self.base.error is None else self.head
+        return self.settings.wants_huge_pages and device.device == "cpu"
+
+    @property
     def method(self) -> str:
         """The method in words, with this pair's own block settings."""
         s = self.settings
         device = self.base if self.base.error is None else self.head
-        return method_text(s.samples_per_block, s.discard_per_block, s.clock, s.huge_pages,
+        return method_text(s.samples_per_block, s.discard_per_block, s.clock, self.huge_pages,
                            device.cache_flush_bytes, device.time_basis == "device", s.neuron_cores)
 
     @property

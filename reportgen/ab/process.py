@@ -83,10 +83,10 @@ class ProcessWorker:
 def worker_environment(settings: AbSettings, environ: Mapping[str, str], side: str = "base",
                        session: int = 0) -> dict[str, str]:
     """A worker's environment: ``environ`` with ``IDLE_THREADS_ENV`` (unless ``environ`` chooses its own OpenMP wait
-    policy), ``HUGE_PAGES_ENV`` for --huge-pages, and on Trainium only its own NeuronCore (base takes the first of
-    ``settings.neuron_cores`` in even sessions, the second in odd ones, so a difference between the two cores
-    cancels like the ABBA order)."""
-    env = {**IDLE_THREADS_ENV, **environ, **(HUGE_PAGES_ENV if settings.huge_pages else {})}
+    policy), ``HUGE_PAGES_ENV`` where huge pages are wanted (by default where the kernel gives them), and on Trainium
+    only its own NeuronCore (base takes the first of ``settings.neuron_cores`` in even sessions, the second in odd
+    ones, so a difference between the two cores cancels like the ABBA order)."""
+    env = {**IDLE_THREADS_ENV, **environ, **(HUGE_PAGES_ENV if settings.wants_huge_pages else {})}
     if settings.neuron_cores is not None:
         first, second = settings.neuron_cores
         core = first if (side == SIDES[0]) == (session % 2 == 0) else second

@@ -8,7 +8,7 @@ from typing import Any
 
 from reportgen import __version__
 from reportgen.ab.pair import PairResult, SideReport, VariantKind, VariantPair
-from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
+from reportgen.ab.settings import CPU_DEFAULT_THREADS
 from reportgen.analysis.paired import AbVerdict
 from reportgen.analysis.stats import median
 from reportgen.compare.memory import MemoryChange
@@ -116,14 +116,29 @@ def _commit(git: GitInfo) -> str:
     return git.sha[:12] + (" (with uncommitted changes)" if git.dirty else "")
 
 
+def _on_cpu(result: PairResult) -> bool:
+    return (result.base.device or result.head.device) == "cpu"
+
+
+def _cpu_overrides(result: PairResult) -> MdSafe | None:
+    """The flags by which a CPU pair left reportgen's measured CPU defaults (one thread, huge pages), if any."""
+    s = result.settings
+    flags = [f"--threads {s.threads}"] if s.threads not in (None, CPU_DEFAULT_THREADS) else []
+    flags += ["--no-huge-pages"] if s.huge_pages is False else []
+    return MdSafe(" ".join(flags)) if flags and _on_cpu(result) else None
+
+
 def _machine(side: SideReport, threads_set: bool) -> str:
+    """The machine in words; the threads say whether ``--threads`` or reportgen's CPU default set them."""
     env = side.environment or {}
     parts = [str(env.get("device_name") or env.get("cpu_model") or "unknown device"), f"host {env.get('hostname', '?')}"]
     if env.get("torch_version"):
         parts.append(f"torch {env['torch_version']}")
     if env.get("torch_threads"):
         n = env["torch_threads"]
-        parts.append(f"{n} {'thread' if n == 1 else 'threads'}" + (" (--threads)" if threads_set else ""))
+        default = side.device == "cpu" and n == CPU_DEFAULT_THREADS
+        why = " (--threads)" if threads_set else " (reportgen ab's CPU default)" if default else ""
+        parts.append(f"{n} {'thread' if n == 1 else 'threads'}{why}")
     allocator = env.get("allocator_env") or {}
     if allocator:
         parts.append("allocator " + " ".join(f"{k}={v}" for k, v in allocator.items()))
@@ -160,8 +175,8 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "warm_s": MdSafe(f"{result.warm_s:.1f} s"),
         "stop": result.stop_reason,
         "still_inconclusive": verdict is AbVerdict.INCONCLUSIVE and not failed,
-        "cpu_hint": MdSafe(" ".join(SHARED_CPU_RUNNER_ARGS)) if (result.base.device or result.head.device) == "cpu"
-        and not (result.settings.threads == 1 and result.settings.huge_pages) else "",  # not already run with them
+        "cpu_hint": _cpu_overrides(result),
+        "one_thread": _on_cpu(result) and result.settings.threads in (None, CPU_DEFAULT_THREADS),
         "budget": MdSafe(f"{result.settings.max_seconds:g}"),
         "threshold": MdSafe(f"{result.settings.threshold_pct:g} %"),
         "max_noise": MdSafe(f"{max(max(s.base_noise_pct, s.head_noise_pct) for s in measured):.1f} %")

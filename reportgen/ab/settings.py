@@ -24,10 +24,12 @@ A/A of one elementwise op over 16 MiB measured the head side about 16 % faster o
 0.844) and called it an improvement; with it, no change (docs/ab-testing.md, "The idle side's spinning threads")."""
 HUGE_PAGES_TEXT = " ".join(f"{k}={v}" for k, v in HUGE_PAGES_ENV.items())
 """``HUGE_PAGES_ENV`` as the method text and the stored runs' notes name it."""
-SHARED_CPU_RUNNER_ARGS = ("--threads", "1", "--huge-pages")
-"""The ``reportgen ab`` flags for a CPU shared with other work (a hosted CI runner): with them, under load on
-reportgen's 2-core VM, a 10 % slowdown was detected in 30 of 30 pairs and none of 120 unchanged-variant verdicts
-was a regression, where the defaults mostly answered *inconclusive* (docs/ab-testing.md, "On a shared CPU runner")."""
+CPU_DEFAULT_THREADS = 1
+"""torch intra-op threads per worker on the CPU unless ``--threads`` says otherwise. With one thread and huge pages
+(``huge_pages`` None: on where the kernel gives them on request), under load on reportgen's 2-core VM a 10 % slowdown
+was detected in 30 of 30 pairs and none of 120 unchanged-variant verdicts was a regression, where torch's default
+(one thread per core, 4 KiB pages) mostly answered *inconclusive* (docs/ab-testing.md, "On a shared CPU runner").
+What such a verdict cannot see: how the op scales over several threads (``--threads N`` measures that)."""
 
 MAX_ROUNDS_PER_SESSION = 1_000
 """Most rounds in one session: the time budget is checked between sessions, so a session must end."""
@@ -65,12 +67,20 @@ class AbSettings:
     order_seed: int | None = None  # the seed of the sessions' spawn and opening orders (None: drawn per pair, recorded)
     variants: tuple[str, ...] | None = None  # None: every variant of either side
     device: str = "auto"
-    threads: int | None = None  # torch intra-op threads in both workers (None: torch's default, one per core)
+    threads: int | None = None  # torch intra-op threads in both workers (None: CPU_DEFAULT_THREADS on the CPU, else
+    # torch's default)
     clock: str = "wall"  # "wall", or "cpu": each sample timed by the worker's CPU time (user + system, all threads)
-    huge_pages: bool = False  # CPU: both workers' torch allocator asks for transparent huge pages (HUGE_PAGES_ENV)
+    huge_pages: bool | None = None  # CPU: both workers' torch allocator asks for transparent huge pages
+    # (HUGE_PAGES_ENV); None: where the kernel gives them on request (``thp_on_request``), False: never
+    thp_on_request: bool = False  # this kernel's THP mode is always or madvise (set by the command, not a flag)
     params: tuple[tuple[str, str], ...] = ()  # --param NAME=VALUE: each side's scenario must declare NAME
     param_defaults: tuple[tuple[str, str], ...] = ()  # the config's params: used where a side's scenario declares them
     neuron_cores: tuple[int, int] | None = None  # Trainium: the two NeuronCores the workers take, swapped every session
+
+    @property
+    def wants_huge_pages(self) -> bool:
+        """Whether the workers are started with ``HUGE_PAGES_ENV`` (it changes only CPU allocations)."""
+        return self.huge_pages if self.huge_pages is not None else self.thp_on_request
 
     def check(self) -> None:
         """Refuse settings that cannot give a verdict; the message starts with the request field (the CLI shows

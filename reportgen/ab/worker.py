@@ -33,12 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from reportgen.ab.settings import CPU_DEFAULT_THREADS
 from reportgen.config import Config, load_config
 from reportgen.devices import import_torch, select_backend
 from reportgen.devices.backend import Backend
 from reportgen.devices.host import fingerprint
 from reportgen.errors import ReportgenError
 from reportgen.model.codec import to_jsonable
+from reportgen.model.run import DeviceKind
 from reportgen.profile.correctness import check_correctness
 from reportgen.profile.measure import one_line, release_compile_workers
 from reportgen.profile.memory import measure_memory_or_reason
@@ -101,8 +103,9 @@ def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     scenario = load_scenario(str(path) if ref.endswith(".py") else ref, root / "scenarios",
                              config_sources=config.scenarios, project_root=config.root)
     backend = select_backend(msg.get("device", "auto"))
-    if msg.get("threads"):
-        torch.set_num_threads(int(msg["threads"]))
+    threads = msg.get("threads") or (CPU_DEFAULT_THREADS if backend.kind is DeviceKind.CPU else None)
+    if threads:
+        torch.set_num_threads(int(threads))
     state.clock = time.process_time_ns if msg.get("clock") == "cpu" else time.perf_counter_ns
     state.root, state.scenario, state.backend = root, scenario, backend
     env = fingerprint(torch, backend.device_name(), backend.environment_extras())

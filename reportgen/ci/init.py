@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reportgen import __version__
-from reportgen.ab.settings import SHARED_CPU_RUNNER_ARGS
 from reportgen.config import CONFIG_FILE, PYPROJECT, find_config_file
 from reportgen.errors import ConflictError, ExitCode, UsageError, from_os_error
 from reportgen.store.atomic import new_file_mode
@@ -65,8 +64,7 @@ def render_files(request: InitRequest) -> dict[str, str]:
                          field="action_ref")
     env = new_environment(autoescape=False)
     context = {"action_ref": ref, "scenarios_dir": SCENARIOS_DIR, "branch": request.branch,
-               "install": request.install, "repo_name": request.folder.resolve().name,
-               "shared_cpu_ab_args": " ".join(SHARED_CPU_RUNNER_ARGS)}
+               "install": request.install, "repo_name": request.folder.resolve().name}
     return {f.rel: env.get_template(f.template).render(**context) for f in FILES}
 
 

@@ -62,27 +62,55 @@ from reportgen.devices.allocator import allocator_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_NAME = "abnoise"
-SCENARIO = '''"""RMSNorm for the A/B noise benchmark; ``fused`` does {pct} % extra real work (0: the unchanged code).
+SCENARIO = '''"""{title} for the A/B noise benchmark; ``fused`` does {pct} % extra real work (0: the unchanged code).
 
-The extra work is self-timed in every call: after the full ``torch.rms_norm``, ``fused`` repeats
-``torch.rms_norm`` of a small slice (the first 8 rows) of the input until {pct} % of the time the
-full call itself took has passed. So the slowdown is {pct} % of that very call, whatever the
-machine's load or cache state at that moment, and the overshoot is at most one small call (a few
-µs against a full call of tens of ms). An earlier version calibrated a fixed repeat count once,
-when the inputs were made; its realised slowdowns were 3-8 % idle and 40-55 % busy for nominal
-10 and 25 % (benchmarks/results/ab_noise.json), so detection rates measured with it meant little.
+The extra work is self-timed in every call: after the full call, ``fused`` repeats the same op on a
+small slice of the input until {pct} % of the time the full call itself took has passed. So the
+slowdown is {pct} % of that very call, whatever the machine's load or cache state at that moment,
+and the overshoot is at most one small call (a few µs against a full call of milliseconds). An
+earlier version calibrated a fixed repeat count once, when the inputs were made; its realised
+slowdowns were 3-8 % idle and 40-55 % busy for nominal 10 and 25 % (benchmarks/results/ab_noise.json),
+so detection rates measured with it meant little. ``naive`` is the same op written another way and
+never changes: an in-pair A/A control.
 """
 import math
 import time
 
 import torch
 
-from reportgen.scenario.loader import Scenario, Variant
+from reportgen.scenario.loader import Scenario, Tolerance, Variant
 
 EXTRA = {fraction!r}
-CHUNK_ROWS = 8
 CLOCK = time.{clock}  # the clock reportgen ab times samples by: the extra work is {pct} % of the call by that clock
+{ops}
 
+def fused(*args):
+    t0 = CLOCK()
+    out = full(*args)
+    if EXTRA:
+        now = CLOCK()
+        stop = now + EXTRA * (now - t0)
+        small = chunk(*args)
+        while CLOCK() < stop:
+            full(*small)
+    return out
+
+
+SCENARIO = Scenario(
+    name="abnoise", description="{title}, fused with {pct} % extra work", default_shape={shape!r},
+    default_dtype="float32", make_inputs=make_inputs, reference=reference,
+    variants=(Variant("naive", "{naive_text}", naive), Variant("fused", "{fused_text} (+ extra work)", fused)),
+    bytes_per_call=lambda shape, itemsize: {bytes_expr},
+    flops_per_call=lambda shape: {flops_expr},
+    tolerances={{"float32": Tolerance(atol={atol!r}, rtol=1e-4)}},
+)
+'''
+KINDS: dict[str, dict[str, Any]] = {
+    "rmsnorm": {
+        "title": "RMSNorm", "shape": (8, 1024, 1024), "atol": 1e-5,
+        "naive_text": "eager ops", "fused_text": "torch.rms_norm",
+        "bytes_expr": "2 * math.prod(shape) * itemsize", "flops_expr": "4 * math.prod(shape)",
+        "ops": """
 
 def make_inputs(shape, dtype, seed, device):
     gen = torch.Generator().manual_seed(seed)
@@ -95,42 +123,85 @@ def naive(x, w):
     return x * torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + 1e-6) * w
 
 
-def fused(x, w):
-    dims = (x.shape[-1],)
-    t0 = CLOCK()
-    out = torch.rms_norm(x, dims, w, 1e-6)
-    if EXTRA:
-        now = CLOCK()
-        stop = now + EXTRA * (now - t0)
-        chunk = x.reshape(-1, x.shape[-1])[:CHUNK_ROWS]
-        while CLOCK() < stop:
-            torch.rms_norm(chunk, dims, w, 1e-6)
-    return out
+def full(x, w):
+    return torch.rms_norm(x, (x.shape[-1],), w, 1e-6)
+
+
+def chunk(x, w):
+    return (x.reshape(-1, x.shape[-1])[:8], w)  # the first 8 rows
 
 
 def reference(x, w):
     x64, w64 = x.detach().to("cpu", torch.float64), w.detach().to("cpu", torch.float64)
     return x64 * torch.rsqrt((x64 * x64).mean(dim=-1, keepdim=True) + 1e-6) * w64
+"""},
+    "elementwise": {
+        "title": "One elementwise op (x * 1.5)", "shape": (4, 1024, 1024), "atol": 1e-5,
+        "naive_text": "x * 1.5", "fused_text": "torch.mul(x, 1.5)",
+        "bytes_expr": "2 * math.prod(shape) * itemsize", "flops_expr": "math.prod(shape)",
+        "ops": """
+
+def make_inputs(shape, dtype, seed, device):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype).to(device),)
 
 
-SCENARIO = Scenario(
-    name="abnoise", description="RMSNorm, fused with {pct} % extra work", default_shape=(8, 1024, 1024),
-    default_dtype="float32", make_inputs=make_inputs, reference=reference,
-    variants=(Variant("naive", "eager ops", naive), Variant("fused", "torch.rms_norm (+ extra work)", fused)),
-    bytes_per_call=lambda shape, itemsize: 2 * math.prod(shape) * itemsize,
-    flops_per_call=lambda shape: 4 * math.prod(shape),
-)
-'''
+def naive(x):
+    return x * 1.5
+
+
+def full(x):
+    return torch.mul(x, 1.5)
+
+
+def chunk(x):
+    return (x.reshape(-1)[:8192],)
+
+
+def reference(x):
+    return x.detach().to("cpu", torch.float64) * 1.5
+"""},
+    "reduction": {
+        "title": "A row sum (x.sum(-1))", "shape": (4096, 1024), "atol": 1e-3,
+        "naive_text": "x.sum(-1)", "fused_text": "torch.sum(x, dim=-1)",
+        "bytes_expr": "math.prod(shape) * itemsize", "flops_expr": "math.prod(shape)",
+        "ops": """
+
+def make_inputs(shape, dtype, seed, device):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=gen, dtype=torch.float32).to(dtype).to(device),)
+
+
+def naive(x):
+    return x.sum(-1)
+
+
+def full(x):
+    return torch.sum(x, dim=-1)
+
+
+def chunk(x):
+    return (x.reshape(-1, x.shape[-1])[:8],)
+
+
+def reference(x):
+    return x.detach().to("cpu", torch.float64).sum(-1)
+"""},
+}
+"""The ops a run can measure (``--scenario``): RMSNorm (every recorded run before 2026-12-05), one elementwise op
+over 16 MiB (where identical code once measured 6-8 % apart, issue 32) and a row sum over 16 MiB."""
 BUSY = "while True:\n    sum(i * i for i in range(100_000))\n"
 
 
-def make_checkout(parent: Path, name: str, pct: float, clock: str = "wall") -> Path:
-    """A folder holding scenarios/abnoise.py with ``pct`` % extra work in ``fused``, self-timed by ``clock``
-    (``wall``: ``time.perf_counter``; ``cpu``: ``time.process_time``, the process's CPU time, as ``ab --clock cpu``)."""
+def make_checkout(parent: Path, name: str, pct: float, clock: str = "wall", kind: str = "rmsnorm") -> Path:
+    """A folder holding scenarios/abnoise.py, the ``kind`` of op, with ``pct`` % extra work in ``fused``, self-timed
+    by ``clock`` (``wall``: ``time.perf_counter``; ``cpu``: ``time.process_time``, the process's CPU time, as
+    ``ab --clock cpu``)."""
     root = parent / name
     (root / "scenarios").mkdir(parents=True)
     timer = "process_time" if clock == "cpu" else "perf_counter"
-    (root / "scenarios" / f"{SCENARIO_NAME}.py").write_text(SCENARIO.format(pct=pct, fraction=pct / 100.0, clock=timer))
+    text = SCENARIO.format(pct=pct, fraction=pct / 100.0, clock=timer, **KINDS[kind])
+    (root / "scenarios" / f"{SCENARIO_NAME}.py").write_text(text)
     return root
 
 
@@ -182,7 +253,7 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
                            "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
                            "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
                            "--max-seconds", str(opts.max_seconds), *_threads(opts), "--clock", opts.clock,
-                           *(["--huge-pages"] if opts.huge_pages else []),
+                           *({True: ["--huge-pages"], False: ["--no-huge-pages"]}.get(opts.huge_pages, [])),
                            "--format", "json", "--quiet", "--store", str(store))
     if proc.returncode not in (0, 1, 7):
         return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
@@ -271,8 +342,8 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     }
     with tempfile.TemporaryDirectory(prefix="ab_noise-") as tmp:
         work = Path(tmp)
-        base = make_checkout(work, "base", 0.0, opts.clock)
-        heads = {name: make_checkout(work, f"head-{name}", pct, opts.clock) for name, pct, _ in cases}
+        base = make_checkout(work, "base", 0.0, opts.clock, opts.scenario)
+        heads = {name: make_checkout(work, f"head-{name}", pct, opts.clock, opts.scenario) for name, pct, _ in cases}
         for load in opts.load_list:
             group: dict[str, Any] = {"load": load, "before": machine_state(), "cells": []}
             doc["groups"].append(group)
@@ -321,7 +392,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--aa", type=int, default=30, help="A/A verdicts per method and load (default 30)")
     p.add_argument("--per-slowdown", type=int, default=10, help="verdicts per injected slowdown (default 10)")
     p.add_argument("--slowdowns", default="3,10,25", help="injected slowdowns of head's fused, percent (default 3,10,25)")
-    p.add_argument("--shape", default="8,1024,1024", help="input shape (default: rmsnorm's default)")
+    p.add_argument("--scenario", choices=sorted(KINDS), default="rmsnorm",
+                   help="the op both sides run: rmsnorm (default), elementwise or reduction")
+    p.add_argument("--shape", default=None, help="input shape (default: the scenario's)")
     p.add_argument("--variants", default="naive,fused")
     defaults = AbSettings()
     p.add_argument("--threshold", type=float, default=defaults.threshold_pct)
@@ -333,17 +406,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "result file records the rounds it used)")
     p.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
     p.add_argument("--threads", type=int, default=None,
-                   help="torch intra-op threads for both methods (reportgen ab/profile --threads; default: torch's)")
+                   help="torch intra-op threads for both methods (reportgen ab/profile --threads; default: each "
+                   "command's own, which for ab on the CPU is 1)")
     p.add_argument("--clock", choices=CLOCKS, default=defaults.clock,
                    help="interleaved: reportgen ab --clock; the injected extra work is timed by the same clock")
-    p.add_argument("--huge-pages", action="store_true",
-                   help="interleaved: reportgen ab --huge-pages (THP_MEM_ALLOC_ENABLE=1 in both workers)")
+    p.add_argument("--huge-pages", action=argparse.BooleanOptionalAction, default=None,
+                   help="interleaved: reportgen ab --huge-pages or --no-huge-pages (default: ab's own, huge pages "
+                   "where the kernel gives them on request)")
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
     p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"ab_noise_{stamp}.json")
     opts = p.parse_args(argv)
+    opts.shape = opts.shape or ",".join(str(d) for d in KINDS[opts.scenario]["shape"])
     opts.slowdown_list = [float(x) for x in opts.slowdowns.split(",") if x.strip()]
     opts.load_list = [x for x in opts.loads.split(",") if x]
     opts.method_list = [x for x in opts.methods.split(",") if x]

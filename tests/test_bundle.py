@@ -65,7 +65,7 @@ def _mutated(tmp_path: Path, mutate) -> Path:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda d: d.update(schema_version=99), "field 'schema_version' is 99, newer than this reportgen reads (5); upgrade"),
+        (lambda d: d.update(schema_version=99), "field 'schema_version' is 99, newer than this reportgen reads (6); upgrade"),
         (lambda d: d.pop("schema_version"), "field 'schema_version' is missing"),
         (lambda d: d.update(schema_version="1"), "field 'schema_version' is '1', expected a positive integer"),
         (lambda d: d.pop("label"), "field 'label': is missing"),

@@ -64,7 +64,7 @@ def test_runs_on_empty_and_corrupt_store(tmp_path: Path, capsys: pytest.CaptureF
     (bad / "run.json").write_text('{"schema_version": 7}')
     assert main(["runs", "--store", str(tmp_path / "store")]) == 3
     err = capsys.readouterr().err
-    assert "run.json: field 'schema_version' is 7, newer than this reportgen reads (5); upgrade reportgen" in err
+    assert "run.json: field 'schema_version' is 7, newer than this reportgen reads (6); upgrade reportgen" in err
 
 
 def test_neuron_without_torch_neuronx_is_one_line_exit_5(tmp_path: Path) -> None:

@@ -304,7 +304,7 @@ CASES: dict[str, Case] = {
     "bundle: a list": Case(lambda c: _bundle_text(c, "[]"), ExitCode.BAD_INPUT,
                            _B + ": expected a JSON object at the top level; this is not a run.json"),
     "bundle: future schema_version": Case(lambda c: _bundle(c, _set("schema_version", 99)), ExitCode.BAD_INPUT,
-                                          _B + ": field 'schema_version' is 99, newer than this reportgen reads (5); "
+                                          _B + ": field 'schema_version' is 99, newer than this reportgen reads (6); "
                                           "upgrade reportgen"),
     "bundle: mistyped schema_version": Case(lambda c: _bundle(c, _set("schema_version", "1")), ExitCode.BAD_INPUT,
                                             _B + ": field 'schema_version' is '1', expected a positive integer"),

@@ -328,11 +328,17 @@ def _cmd_ab(args: argparse.Namespace) -> int:
 def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
     """The ``ab`` flags as an ``AbRequest``; the config gives the threshold, device and scenario parameters the flags
     leave unset. The library checks the whole request (the folders again, the settings) before measuring."""
+    from reportgen.ab.calibration import check_calibrate
     from reportgen.ab.command import AbRequest, check_checkouts
     from reportgen.ab.settings import AbSettings
     from reportgen.config import parse_param_flags
     from reportgen.scenario.loader import parse_dtype, parse_shape
 
+    if args.calibrate:
+        check_calibrate(Path(args.base), Path(args.head) if args.head else None)
+        args.head = args.base  # the base against itself
+    elif args.head is None:
+        raise UsageError("--head: give the head checkout's folder (or --calibrate to measure the base against itself)")
     check_checkouts(Path(args.base), Path(args.head))  # the folders first, as before the flags are parsed
     variants = tuple(x.strip() for x in args.variants.split(",") if x.strip()) if args.variants else None
     if args.variants is not None and not variants:
@@ -347,9 +353,9 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
         variants=variants,
         device=config.device if args.device is None else args.device, threads=args.threads, clock=args.clock,
         huge_pages=args.huge_pages, params=tuple(sorted(parse_param_flags(args.param).items())),
-        param_defaults=tuple(sorted(config.params.items())))
+        param_defaults=tuple(sorted(config.params.items())), calibrate=args.calibrate)
     return AbRequest(Path(args.base), Path(args.head), args.scenario, settings, args.output, args.format,
-                     config.store, args.quiet)
+                     config.store, args.quiet, calibrations=config.store_url is None)
 
 
 HISTORY_EPILOG = """A step: a change of level in a series' per-run medians (PELT on the logs), kept only when it is at least

@@ -81,7 +81,7 @@ def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git
                                  calls_per_sample=0, profile_wait=0, profile_warmup=0, profile_active=0,
                                  cache_flush_bytes=report.cache_flush_bytes)))
     return dataclasses.replace(run, ab=AbInfo(pair_id, side, "", result.method, s.threshold_pct, rounds,
-                                                  result.order_seed, result.orders))
+                                              result.order_seed, result.orders, result.session_s, s.calibrate))
 
 
 def _variant_result(report: SideReport, name: str, rounds: tuple[AbRound, ...], measured: list[str]) -> VariantResult:

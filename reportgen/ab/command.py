@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reportgen.ab import calibration
 from reportgen.ab.bundles import store_pair
+from reportgen.ab.calibration_report import comment_calibration, render_calibration
 from reportgen.ab.coordinator import coordinate
 from reportgen.ab.pair import PairResult
 from reportgen.ab.process import PairSpawner
@@ -46,6 +48,8 @@ class AbRequest:
     fmt: str  # "markdown" or "json"
     store: Path
     quiet: bool
+    calibrations: bool = True
+    """Look the runner's calibration up in ``store`` (False for an object store, whose runs are not read here)."""
 
     def check(self) -> None:
         """Refuse a request that cannot be measured; each message starts with the request field."""
@@ -83,9 +87,15 @@ def run_ab_command(request: AbRequest) -> int:
         return ExitCode.OK
     result = _measure(request, roots)
     stored = store_pair(result, commits, request.store) if result.rounds else None
-    text = (ab_json(result, commits, stored) if request.fmt == "json"
-            else render_ab_markdown(result, commits, stored))
-    _emit(text, request.output, request.store)
+    if request.settings.calibrate:
+        _emit(render_calibration(result, calibration.from_result(result, request.settings), commits, stored,
+                                 request.fmt), request.output, request.store)
+    else:
+        found = _stored_calibration(request, stored)
+        text = (ab_json(result, commits, stored, found) if request.fmt == "json"
+                else render_ab_markdown(result, commits, stored,
+                                           comment_calibration(found, stored is not None and request.calibrations)))
+        _emit(text, request.output, request.store)
     if result.failed_sides:
         print("reportgen: error: " + "; ".join(f"the {s.side} side ({roots[s.side]}) failed in {s.error_stage}: {s.error}"
                                                for s in result.failed_sides), file=sys.stderr)
@@ -123,8 +133,18 @@ def check_huge_pages(mode: str | None) -> None:
 
 
 def _measure(request: AbRequest, roots: dict[str, Path]) -> PairResult:
-    return coordinate(PairSpawner(request.settings, os.environ), {s: str(r) for s, r in roots.items()}, request.scenario,
-                      request.settings, progress=None if request.quiet else _progress)
+    settings = calibration.run_settings(request.settings) if request.settings.calibrate else request.settings
+    return coordinate(PairSpawner(settings, os.environ), {s: str(r) for s, r in roots.items()}, request.scenario,
+                      settings, progress=None if request.quiet else _progress)
+
+
+def _stored_calibration(request: AbRequest, stored: dict[str, str] | None) -> calibration.StoredCalibration | None:
+    """The newest calibration in the store for what this pair measured, with its figures for this pair's gate."""
+    if stored is None or not request.calibrations:
+        return None
+    from reportgen.store.loader import load_run
+
+    return calibration.find_calibration(request.store, load_run(request.store / stored["base"]), request.settings)
 
 
 def _progress(message: str) -> None:

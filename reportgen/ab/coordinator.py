@@ -79,12 +79,12 @@ def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbS
         say(f"session 1: rounds of {settings.samples_per_block} samples per variant: {', '.join(calls)}")
         rounds_s, rounds = _timed(clock, lambda: session_rounds(workers, calls, settings, first))
     run = _Runner(spawn, roots, scenario, settings, clock, say, (shape, dtype), calls, list(rounds), warm_s, rounds_s,
-                  orders, [first])
+                  orders, [first], [clock() - t0])
     variants, stop = run.until_decided(pairs, t0)
     say(f"{run.sessions} sessions, {len(run.rounds)} rounds in {clock() - t0:.1f} s; stopped: {stop}")
     memory = memory_changes(sides["base"], sides["head"], variants, settings.memory_threshold_pct)
     return PairResult(settings, sides["base"], sides["head"], shape, dtype, variants, tuple(run.rounds), stop,
-                      run.rounds_s, run.warm_s, notes, memory, seed, tuple(run.started))
+                      run.rounds_s, run.warm_s, notes, memory, seed, tuple(run.started), tuple(run.session_s))
 
 
 def _timed(clock: Callable[[], float], fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -110,6 +110,8 @@ class _Runner:
     rounds_s: float
     orders: Iterator[SessionOrder]
     started: list[SessionOrder]
+    session_s: list[float]
+    """Each session's wall time: starting, loading, warming, rounds and closing its workers."""
 
     @property
     def sessions(self) -> int:
@@ -132,6 +134,7 @@ class _Runner:
             started = self.clock()
             self._one_session(self.sessions)
             last_session_s = self.clock() - started
+            self.session_s.append(last_session_s)
         if not stats or next(iter(stats.values())).rounds != len(self.rounds):
             stats = _stats(self.rounds, self.calls, s.threshold_pct)
         return (tuple(VariantPair(p.name, p.kind, stats.get(p.name), p.base_error, p.head_error, p.calls_per_sample)

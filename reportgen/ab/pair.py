@@ -107,6 +107,8 @@ class PairResult:
     """The seed of the sessions' orders (``settings.order_seed``, or drawn for this pair); None: not measured."""
     orders: tuple[SessionOrder, ...] = ()
     """Every session's order, as started."""
+    session_s: tuple[float, ...] = ()
+    """Every session's wall time (the first also calibrated and compiled): what a budget holds."""
 
     @property
     def memory_regressions(self) -> tuple[MemoryChange, ...]:

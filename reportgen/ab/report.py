@@ -110,7 +110,7 @@ def _params_text(base: Mapping[str, str], head: Mapping[str, str]) -> str:
     return show(head or base)
 
 
-def _commit(git: GitInfo) -> str:
+def commit_text(git: GitInfo) -> str:
     if git.sha is None:
         return "not a git checkout"
     return git.sha[:12] + (" (with uncommitted changes)" if git.dirty else "")
@@ -165,8 +165,8 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "params": _params_text(result.base.params, result.head.params),
         "device": result.base.device or result.head.device or "",
         "machine": _machine(result.base if result.base.environment else result.head, result.settings.threads is not None),
-        "base_commit": _commit(commits["base"]),
-        "head_commit": _commit(commits["head"]),
+        "base_commit": commit_text(commits["base"]),
+        "head_commit": commit_text(commits["head"]),
         "rounds": len(result.rounds),
         "sessions": result.sessions,
         "rounds_per_session": result.settings.rounds_per_session,
@@ -190,9 +190,11 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
     }
 
 
-def render_ab_markdown(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, str] | None) -> str:
-    """The PR comment for a measured (or failed) pair."""
-    return render_md(TEMPLATE, only=None, **comment_context(result, commits, stored))
+def render_ab_markdown(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, str] | None,
+                       calibration: dict[str, Any] | None = None) -> str:
+    """The PR comment for a measured (or failed) pair; ``calibration``: the runner's lines
+    (``calibration_report.comment_calibration``)."""
+    return render_md(TEMPLATE, only=None, calibration=calibration, **comment_context(result, commits, stored))
 
 
 def render_scenario_only(scenario: str, kind: str, commits: dict[str, GitInfo], fmt: str) -> str:
@@ -201,11 +203,13 @@ def render_scenario_only(scenario: str, kind: str, commits: dict[str, GitInfo], 
         return json.dumps({"schema_version": AB_SCHEMA_VERSION, "scenario": scenario, "scenario_status": kind,
                            "commits": {s: to_jsonable(g) for s, g in commits.items()}}, indent=1) + "\n"
     return render_md(TEMPLATE, only={"scenario": scenario, "kind": kind}, marker=MdSafe(MARKER),
-                     base_commit=_commit(commits["base"]), head_commit=_commit(commits["head"]), version=__version__)
+                     base_commit=commit_text(commits["base"]), head_commit=commit_text(commits["head"]), version=__version__)
 
 
-def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, str] | None) -> str:
-    """The pair as a versioned JSON document (every round's samples included)."""
+def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, str] | None,
+            calibration: Any = None) -> str:
+    """The pair as a versioned JSON document (every round's samples included); ``calibration``: the runner's
+    (``ab.calibration.StoredCalibration``), if one was found."""
     doc = {
         "schema_version": AB_SCHEMA_VERSION,
         "verdict": result.verdict.value,
@@ -231,5 +235,6 @@ def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, s
         "rounds": [to_jsonable(r) for r in result.rounds],
         "notes": list(result.notes),
         "stored_runs": stored,
+        "calibration": to_jsonable(calibration) if calibration is not None else None,
     }
     return json.dumps(doc, indent=1, allow_nan=False) + "\n"

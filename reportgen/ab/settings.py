@@ -65,6 +65,7 @@ class AbSettings:
     dtype: str | None = None
     seed: int = 0  # the inputs' seed
     order_seed: int | None = None  # the seed of the sessions' spawn and opening orders (None: drawn per pair, recorded)
+    calibrate: bool = False  # an A/A of the base against itself that calibrates this runner (reportgen ab --calibrate)
     variants: tuple[str, ...] | None = None  # None: every variant of either side
     device: str = "auto"
     threads: int | None = None  # torch intra-op threads in both workers (None: CPU_DEFAULT_THREADS on the CPU, else

@@ -30,7 +30,7 @@ from reportgen.analysis.drift import (
 from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, session_interval
 from reportgen.analysis.stats import median, median_or_none, ratio_of_medians
 from reportgen.compare.model import Outcome, Pairing, ShapeChange, VariantChange
-from reportgen.model.run import AbRound, Run, VariantResult, VariantStatus
+from reportgen.model.run import AbInfo, AbRound, Run, VariantResult, VariantStatus
 
 
 @dataclass(frozen=True)
@@ -128,15 +128,21 @@ def _paired_interval(sides: Sides, variant: str) -> tuple[float, float, float, i
     b_ab, h_ab = sides.base.ab, sides.head.ab
     if b_ab is None or h_ab is None:
         return None
-    base_medians, head_medians = _round_medians(b_ab.rounds, variant), _round_medians(h_ab.rounds, variant)
-    by_session: dict[int, list[float]] = {}
-    for key in sorted(set(base_medians) & set(head_medians)):
-        by_session.setdefault(key[0], []).append(head_medians[key] / base_medians[key])
-    ratios = [median(r) for r in by_session.values()]
+    ratios = stored_session_ratios(b_ab, h_ab, variant)
     if len(ratios) < MIN_SESSIONS_FOR_INTERVAL:
         return None
     ratio, low, high, _coverage = session_interval(ratios)
     return ratio, low, high, len(ratios)
+
+
+def stored_session_ratios(base: AbInfo, head: AbInfo, variant: str) -> tuple[float, ...]:
+    """Per session of a stored A/B pair, the median of its rounds' ratios head/base of ``variant``'s block medians
+    (as ``reportgen ab`` computed them), in session order."""
+    base_medians, head_medians = _round_medians(base.rounds, variant), _round_medians(head.rounds, variant)
+    by_session: dict[int, list[float]] = {}
+    for key in sorted(set(base_medians) & set(head_medians)):
+        by_session.setdefault(key[0], []).append(head_medians[key] / base_medians[key])
+    return tuple(median(r) for r in by_session.values())
 
 
 def _round_medians(rounds: Sequence[AbRound], variant: str) -> dict[tuple[int, int], float]:

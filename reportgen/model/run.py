@@ -18,7 +18,8 @@ the loader upgrades older bundles in memory and refuses newer ones. 2: device-sp
 fields moved into ``Environment.device_extras``. 3: shape sweeps (``Run.sweep``) and the ceilings they
 need (``DevicePeak.bandwidth_curve``, ``cache_levels``, ``flops_source``); a reader of version 2 would
 silently drop them, so it must refuse these bundles. 5: memory per call (``VariantResult.memory``).
-6: an A/B pair's session orders and their seed (``AbInfo.order_seed``, ``AbInfo.orders``)."""
+6: an A/B pair's session orders and their seed (``AbInfo.order_seed``, ``AbInfo.orders``), its sessions' wall
+times (``AbInfo.session_s``) and whether it calibrates the runner (``AbInfo.calibration``)."""
 
 
 class DeviceKind(str, Enum):
@@ -321,6 +322,11 @@ class AbInfo:
     """The seed the sessions' orders were drawn from (``reportgen ab --order-seed`` replays them); schema 6."""
     orders: tuple[SessionOrder, ...] = ()
     """Every session's order, as run; schema 6 (older pairs: base started and opened every session)."""
+    session_s: tuple[float, ...] = ()
+    """Every session's wall time, the first one's with its calibration and compiles; schema 6."""
+    calibration: bool = False
+    """An A/A pair of the base against itself (``reportgen ab --calibrate``): what this runner's gate can see; schema
+    6."""
 
 
 @dataclass(frozen=True)

@@ -73,14 +73,14 @@ def test_the_comment_states_the_runners_figures_and_flags_a_threshold_below_them
     found = calibration.find_calibration(tmp_path, base, AbSettings(threshold_pct=5.0))
     assert found is not None
     text = render_ab_markdown(result, COMMITS, None, comment_calibration(found, True))
-    resolution = f"{found.calibration.resolution_pct:.1f}".replace(".", "\\.")
+    resolution = f"{found.calibration.resolution_pct:.1f}"  # figures reportgen formats are not escaped
     assert f"a change under **{resolution} %** is not detectable in 150 s" in text
     assert "of A/A pairs end in a false alarm" in text and "[!WARNING]" not in text
     tight = calibration.find_calibration(tmp_path, base, AbSettings(threshold_pct=0.5))
     assert tight is not None and tight.calibration.resolution_pct is not None
     assert tight.calibration.resolution_pct > 0.5
     warned = render_ab_markdown(result, COMMITS, None, comment_calibration(tight, True))
-    assert "> The threshold ±0\\.5 % is below what this runner resolves in 150 s" in warned
+    assert "> The threshold ±0.5 % is below what this runner resolves in 150 s" in warned
     none = render_ab_markdown(result, COMMITS, None, comment_calibration(None, True))
     assert "This runner has no calibration for this scenario in the store: `reportgen ab --calibrate" in none
     assert "calibration" not in render_ab_markdown(result, COMMITS, None, comment_calibration(None, False))

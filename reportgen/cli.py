@@ -222,9 +222,10 @@ def _add_ab(sub: Subcommands) -> None:
     p.add_argument("--base", required=True, help="the base checkout's folder")
     p.add_argument("--head", default=None, help="the head checkout's folder (required unless --calibrate)")
     p.add_argument("--calibrate", action="store_true",
-                   help="measure the base against itself (an A/A of at least 20 sessions), store it, and report what "
-                   "this runner's gate can see: its false-alarm rate and the smallest change it detects within "
-                   "--max-seconds at --threshold; later pairs in the same store state it in their comment")
+                   help="measure the base against itself (an A/A of 20 sessions, or --sessions if more), store it, "
+                   "and report what this runner's gate can see: its false-alarm rate and the smallest change it "
+                   "detects within --max-seconds at --threshold; later pairs in the same store state it in their "
+                   "comment")
     p.add_argument("--scenario", default="rmsnorm",
                    help="a name (each checkout's config scenarios, else its scenarios/) or a .py path relative to it")
     p.add_argument("--threshold", type=float, default=None,

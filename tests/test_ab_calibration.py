@@ -112,3 +112,27 @@ def test_calibrate_flags_are_checked_in_one_line(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err
     assert not (tmp_path / "s").exists()
+
+
+def test_a_real_calibration_of_a_checkout_then_a_pair_that_states_it(tmp_path: Path) -> None:
+    """The command as a user runs it: real worker processes, the base against itself, stored; then a pair in the same
+    store whose comment states the runner's figures."""
+    from conftest import run_cli
+    from test_ab_cli import checkout
+
+    checkout(tmp_path / "base", "base")
+    checkout(tmp_path / "head", "head")
+    store, report = tmp_path / "store", tmp_path / "calibration.md"
+    flags = ["--scenario", "tiny", "--variants", "fused", "--rounds", "2", "--store", str(store), "--quiet"]
+    proc = run_cli("ab", "--calibrate", "--base", str(tmp_path / "base"), *flags, "--output", str(report), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    text = report.read_text()
+    assert "### reportgen A/B calibration: scenario tiny on cpu" in text and "**20 sessions**" in text
+    (base, head) = (load_run(p) for p in sorted(store.iterdir()) if p.name[0].isdigit())  # ids: ...-base-, ...-head-
+    assert base.ab is not None and head.ab is not None and base.ab.calibration and len(base.ab.session_s) == 20
+    assert base.git.sha == head.git.sha  # the same checkout on both sides
+    comment = tmp_path / "pr.md"
+    proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), *flags, "--output",
+                   str(comment), "--max-seconds", "5", timeout=600)  # 6 sessions: this tiny shape is noisy
+    assert proc.returncode in (0, 1, 7), proc.stderr
+    assert "On this runner (A/A calibration " in comment.read_text()

@@ -42,10 +42,11 @@ class StoredCalibration:
 
 
 def run_settings(settings: AbSettings) -> AbSettings:
-    """The settings a calibration runs with: at least CALIBRATION_SESSIONS sessions whatever the budget (the
-    coordinator keeps going until ``min_sessions``); ``settings`` stay the gate whose figures it reports."""
-    return replace(settings, calibrate=True, min_sessions=max(settings.min_sessions, CALIBRATION_SESSIONS),
-                   max_sessions=max(settings.max_sessions, settings.min_sessions, CALIBRATION_SESSIONS))
+    """The settings a calibration runs with: exactly ``max(--sessions, CALIBRATION_SESSIONS)`` sessions, whatever the
+    budget and the verdict (the coordinator keeps going until ``min_sessions`` and stops at ``max_sessions``);
+    ``settings`` stay the gate whose figures it reports."""
+    sessions = max(settings.min_sessions, CALIBRATION_SESSIONS)
+    return replace(settings, calibrate=True, min_sessions=sessions, max_sessions=sessions)
 
 
 def check_calibrate(base: Path, head: Path | None) -> None:

@@ -34,6 +34,7 @@ def _figures(c: Calibration) -> dict[str, Any]:
     resolution = c.resolution_pct
     return {
         "budget": MdSafe(f"{c.budget_s:g} s"),
+        "budget_flag": MdSafe(f"{c.budget_s:g}"),
         "sessions_in_budget": c.gate.budget_sessions,
         "threshold": MdSafe(f"{c.gate.threshold_pct:g} %"),
         "resolution": MdSafe(_pct(resolution)),

@@ -267,7 +267,8 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
                                "process_noise_pct": s.get("process_noise_pct")}
     return {"exit_code": proc.returncode, "wall_s": round(wall, 2), "variants": variants, "rounds": len(doc["rounds"]),
             "sessions": doc["sessions"], "stop_reason": doc["stop_reason"], "warm_s": doc.get("warm_s"),
-            "rounds_s": doc.get("rounds_s"), "order_seed": doc.get("order_seed")}
+            "rounds_s": doc.get("rounds_s"), "session_s": doc.get("session_s"),
+            "order_seed": doc.get("order_seed")}
 
 
 def _threads(opts: argparse.Namespace) -> list[str]:

@@ -81,9 +81,13 @@ def test_the_comment_states_the_runners_figures_and_flags_a_threshold_below_them
     assert tight.calibration.resolution_pct > 0.5
     warned = render_ab_markdown(result, COMMITS, None, comment_calibration(tight, True))
     assert "> The threshold ±0.5 % is below what this runner resolves in 150 s" in warned
-    none = render_ab_markdown(result, COMMITS, None, comment_calibration(None, True))
-    assert "This runner has no calibration for this scenario in the store: `reportgen ab --calibrate" in none
-    assert "calibration" not in render_ab_markdown(result, COMMITS, None, comment_calibration(None, False))
+    hint = "This runner has no calibration for this scenario in the store: `reportgen ab --calibrate"
+    assert hint not in render_ab_markdown(result, COMMITS, None, comment_calibration(None, True))  # decided: no hint
+    undecided = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, max_seconds=12.0),
+                     process=lambda s: 1.12 if s % 2 else 1.0).result
+    assert undecided.stop_reason == "time budget"
+    assert hint in render_ab_markdown(undecided, COMMITS, None, comment_calibration(None, True))
+    assert "calibration" not in render_ab_markdown(undecided, COMMITS, None, comment_calibration(None, False))
 
 
 def test_the_calibration_report_renders_as_github_markdown(tmp_path: Path) -> None:

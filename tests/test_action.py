@@ -64,6 +64,7 @@ def test_action_inputs_are_declared_and_used_and_steps_run_the_script() -> None:
     runs = [s["run"] for s in action["runs"]["steps"] if "run" in s]
     assert 'bash "${GITHUB_ACTION_PATH}/reportgen/ci/action.sh" pull-request' in runs
     assert 'bash "${GITHUB_ACTION_PATH}/reportgen/ci/action.sh" push' in runs
+    assert 'bash "${GITHUB_ACTION_PATH}/reportgen/ci/action.sh" calibrate' in runs
     assert (ROOT / "reportgen" / "ci" / "action.sh") == ACTION_SCRIPT and ACTION_SCRIPT.is_file()
     upload = next(s for s in action["runs"]["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact"))
     assert upload["with"]["path"] == "${{ runner.temp }}/reportgen-site"
@@ -246,6 +247,37 @@ def test_pull_request_mode_runs_ab_comments_once_and_gates(tmp_path: Path, api: 
     comment_file = Path((tmp_path / "runner-temp" / "output").read_text().split("comment=")[1].strip())
     assert comment_file.read_text() == body
     assert git(work, "worktree", "list").count("\n") == 0  # the base worktree is removed
+
+
+def test_calibrate_mode_keeps_an_aa_that_pull_request_comments_then_state(tmp_path: Path,
+                                                                         api: tuple[str, FakeGitHub]) -> None:
+    """A job in calibrate mode keeps the A/A pair in the results branch (its report in the log, inert); a pull
+    request's job on the same runner reads the branch, states the runner's figures, and pushes nothing."""
+    url, state = api
+    remote, work = user_repo(tmp_path)
+    flags = "--rounds 2 --samples 3 --max-seconds 2"
+    proc = run_action("calibrate", action_env(tmp_path, work, RG_AB_ARGS=flags), work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "### reportgen A/B calibration: scenario add\\_rmsnorm on cpu" in proc.stdout
+    assert proc.stdout.startswith("::stop-commands::rg-")  # the report is the repository's data: inert in the log
+    runs = [r for r in git(remote, "ls-tree", "--name-only", "reportgen-results").split() if r != ".catalog"]
+    assert len(runs) == 2
+    assert all(json.loads(git(remote, "show", f"reportgen-results:{r}/run.json"))["ab"]["calibration"] for r in runs)
+    base_sha = git(work, "rev-parse", "HEAD")
+    (work / "NOTES.md").write_text("a change that touches no kernel\n")
+    git(work, "add", "-A")
+    git(work, "commit", "--quiet", "-m", "head: notes")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 8, "base": {"sha": base_sha}}}))
+    env = action_env(tmp_path, work, GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=url, RG_THRESHOLD="50",
+                     RG_AB_ARGS=flags)
+    proc = run_action("pull-request", env, work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    body = state.comments[0]["body"]
+    assert "On this runner (A/A calibration " in body and "20 sessions, replayed for this pair's gate" in body
+    after = [r for r in git(remote, "ls-tree", "--name-only", "reportgen-results").split() if r != ".catalog"]
+    assert after == runs  # the pull request's pairs are not kept
+    assert git(work, "worktree", "list").count("\n") == 0  # both worktrees removed
 
 
 def test_pull_request_mode_takes_the_scenarios_from_the_input_else_the_head_config(tmp_path: Path) -> None:

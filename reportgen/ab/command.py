@@ -136,8 +136,9 @@ def check_huge_pages(mode: str | None) -> None:
 
 def _measure(request: AbRequest, roots: dict[str, Path]) -> PairResult:
     settings = calibration.run_settings(request.settings) if request.settings.calibrate else request.settings
-    return coordinate(PairSpawner(settings, os.environ), {s: str(r) for s, r in roots.items()}, request.scenario,
-                      settings, progress=None if request.quiet else _progress)
+    with PairSpawner(settings, os.environ) as spawn:
+        return coordinate(spawn, {s: str(r) for s, r in roots.items()}, request.scenario, settings,
+                          progress=None if request.quiet else _progress)
 
 
 def _stored_calibration(request: AbRequest, stored: dict[str, str] | None) -> calibration.StoredCalibration | None:

@@ -222,6 +222,7 @@ def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, s
         "sessions": result.sessions,
         "rounds_s": result.rounds_s,
         "warm_s": result.warm_s,
+        "session_s": list(result.session_s),
         "shape": list(result.shape or ()),
         "dtype": result.dtype,
         "params": {"base": result.base.params, "head": result.head.params},

@@ -10,6 +10,9 @@
 #   action.sh push           profile, keep the run in the results branch, build the site into $RG_SITE_DIR,
 #                            list the history's steps (`reportgen history`); a new step is an error annotation,
 #                            and with RG_FAIL_ON_STEP=true the job fails (exit 1) once the site is built
+#   action.sh calibrate      for each scenario, `reportgen ab --calibrate` of this commit against itself on this
+#                            runner (its report in the log), kept in the results branch; pull-request mode reads
+#                            the results branch, so its comments state the runner's calibration
 #
 # Inputs (environment): RG_SCENARIOS (space-separated; empty: the head's config's, see
 # `reportgen scenarios --names`), RG_DEVICE, RG_THRESHOLD, RG_AB_ARGS (more `reportgen ab` flags,
@@ -132,7 +135,12 @@ pull_request() {
   git -C "$workspace" cat-file -e "$base_sha^{commit}" 2>/dev/null || \
     git -C "$workspace" fetch --quiet --depth=1 -- origin "$base_sha"
   rm -rf -- "$base" "$store"
+  git -C "$workspace" worktree prune
   git -C "$workspace" worktree add --quiet --detach -- "$base" "$base_sha"
+  # the pairs go into a copy of the results branch (never pushed), where `reportgen ab` finds the runner's calibration
+  if git -C "$workspace" fetch --quiet -- origin "refs/heads/$branch" 2>/dev/null; then
+    git -C "$workspace" worktree add --quiet --detach -- "$store" FETCH_HEAD
+  fi
   # Base first, head last: what the environment keeps installed is the head's (the coordinator is head's
   # reportgen); each side's worker imports the package from its own tree (the checkout's root first on sys.path).
   install "$base" || log "the package could not be installed in the base; measuring it as it is"
@@ -162,6 +170,7 @@ pull_request() {
     done
   } > "$comment"
   git -C "$workspace" worktree remove --force -- "$base"
+  [ ! -e "$store/.git" ] || git -C "$workspace" worktree remove --force -- "$store"
   echo "comment=$comment" >> "${GITHUB_OUTPUT:-/dev/null}"
   python -m reportgen.ci.comment --pr "$pr" --body "$comment"
   if [ "$gate" -eq 1 ]; then
@@ -170,21 +179,28 @@ pull_request() {
   fi
 }
 
-push() {
-  local sha="${GITHUB_SHA:-$(git -C "$workspace" rev-parse HEAD)}"
-  local results="$tmp/reportgen-results" site="${RG_SITE_DIR:-$tmp/reportgen-site}"
+# results_worktree DIR: the results branch checked out in DIR (a first commit of an empty tree when it does not
+# exist yet), with a committer for the new runs.
+results_worktree() {
+  local results="$1" empty
   git -C "$workspace" config user.name >/dev/null || git -C "$workspace" config user.name "github-actions[bot]"
   git -C "$workspace" config user.email >/dev/null || \
     git -C "$workspace" config user.email "41898282+github-actions[bot]@users.noreply.github.com"
   rm -rf -- "$results"
+  git -C "$workspace" worktree prune
   if git -C "$workspace" fetch --quiet -- origin "refs/heads/$branch" 2>/dev/null; then
     git -C "$workspace" worktree add --quiet --detach -- "$results" FETCH_HEAD
   else
-    local empty
     empty="$(git -C "$workspace" hash-object -t tree /dev/null)"
     git -C "$workspace" worktree add --quiet --detach -- "$results" \
       "$(git -C "$workspace" commit-tree "$empty" -m 'reportgen results store')"
   fi
+}
+
+push() {
+  local sha="${GITHUB_SHA:-$(git -C "$workspace" rev-parse HEAD)}"
+  local results="$tmp/reportgen-results" site="${RG_SITE_DIR:-$tmp/reportgen-site}"
+  results_worktree "$results"
   profile "$workspace" "$results" "${GITHUB_REF_NAME:-main} ${sha:0:7}"
   git -C "$results" add -A -- .
   git -C "$results" commit --quiet -m "reportgen run for $sha"
@@ -197,17 +213,57 @@ push() {
   if [ "$steps_rc" -ne 0 ]; then exit "$steps_rc"; fi
 }
 
+# calibrate: `reportgen ab --calibrate` of this commit for each scenario, into the results branch. Exit 3 when a
+# scenario could not be calibrated (the others are kept), 2 on bad inputs.
+calibrate() {
+  local sha="${GITHUB_SHA:-$(git -C "$workspace" rev-parse HEAD)}"
+  local results="$tmp/reportgen-results" names scenarios=() extra=() scenario failed=0 rc n=0
+  results_worktree "$results"
+  install "$workspace"
+  names="$(pr_scenarios)"
+  mapfile -t scenarios <<< "$names"
+  read -r -a extra <<< "${RG_AB_ARGS:-}"
+  for scenario in "${scenarios[@]}"; do
+    [ -n "$scenario" ] || continue
+    rc=0 n=$((n + 1))
+    local out="$tmp/reportgen-calibration-$n.md"  # numbered: a checkout's name never becomes a file name
+    rm -f -- "$out"
+    (cd "$workspace" && reportgen ab --calibrate "--base=$workspace" "--scenario=$scenario" "--store=$results" \
+      "--output=$out" ${RG_THRESHOLD:+"--threshold=$RG_THRESHOLD"} ${RG_DEVICE:+"--device=$RG_DEVICE"} \
+      ${extra[@]+"${extra[@]}"}) || rc=$?
+    if [ -f "$out" ]; then print_inert "$(cat -- "$out")"; fi
+    if [ "$rc" -ne 0 ]; then
+      log "scenario $n could not be calibrated (reportgen ab exit $rc; its message is above)"
+      failed=1
+    fi
+  done
+  git -C "$results" add -A -- .
+  if ! git -C "$results" diff --cached --quiet; then
+    git -C "$results" commit --quiet -m "reportgen calibration for $sha"
+    push_results "$results"
+  fi
+  git -C "$workspace" worktree remove --force -- "$results"
+  if [ "$failed" -ne 0 ]; then exit 3; fi
+}
+
+# print_inert TEXT: TEXT into the log between stop-commands markers (GitHub's documented way): a line of the
+# repository's data that looks like "::error::..." is printed, never run as a workflow command.
+print_inert() {
+  local token
+  token="rg-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+  printf '::stop-commands::%s\n%s\n::%s::\n' "$token" "$1" "$token"
+}
+
 # report_steps STORE: each history series and its steps into the log; a new step (the newest run is the first
 # to show it) is an error annotation; its status: 1 for a new step with RG_FAIL_ON_STEP=true, else reportgen
 # history's.
 report_steps() {
-  local rc=0 fail="" listing token
+  local rc=0 fail="" listing
   [ "${RG_FAIL_ON_STEP:-false}" = true ] && fail="--fail-on-step"
   listing="$(cd "$workspace" && reportgen history "--store=$1" ${fail:+"$fail"})" || rc=$?
   # Names in the listing are the repository's data: between stop-commands markers (GitHub's documented way) a line
   # that looks like "::error::..." is printed, never run as a workflow command.
-  token="rg-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-  printf '::stop-commands::%s\n%s\n::%s::\n' "$token" "$listing" "$token"
+  print_inert "$listing"
   case "$listing" in
     *"NEW step at run"*)
       echo "::error::reportgen: a new step in the history of main (listed above; marked on the site's history charts)" ;;
@@ -247,6 +303,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case "${1:-}" in
     pull-request) check_inputs; pull_request ;;
     push) check_inputs; push ;;
-    *) log "unknown mode '${1:-}': use pull-request or push"; exit 2 ;;
+    calibrate) check_inputs; calibrate ;;
+    *) log "unknown mode '${1:-}': use pull-request, push or calibrate"; exit 2 ;;
   esac
 fi

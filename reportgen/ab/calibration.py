@@ -17,7 +17,7 @@ from typing import Any
 from reportgen import catalog
 from reportgen.ab.pair import PairResult, VariantKind
 from reportgen.ab.settings import AbSettings
-from reportgen.analysis.calibration import Calibration, GateModel, budget_sessions, calibrate_variant
+from reportgen.analysis.calibration import SIMULATIONS, Calibration, GateModel, budget_sessions, calibrate_variant
 from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL
 from reportgen.compare.variants import stored_session_ratios
 from reportgen.errors import BundleError, UsageError
@@ -27,6 +27,8 @@ from reportgen.store.loader import load_run
 CALIBRATION_SESSIONS = 20
 """Sessions a calibration measures at least (each one a pair of worker processes): the draws the gate is replayed
 from. More sessions show rarer states of the runner; ``--sessions`` raises it."""
+SEED = 0
+"""The replay's seed: a calibration's figures are a function of its sessions."""
 MAX_CANDIDATES = 400
 """Newest runs of the pair's scenario and device looked at for a calibration (a store of many pairs stays fast)."""
 
@@ -56,21 +58,16 @@ def check_calibrate(base: Path, head: Path | None) -> None:
                          "base's folder)", field="calibrate")
 
 
-def gate_model(settings: AbSettings, session_s: tuple[float, ...]) -> GateModel:
-    """The gate of a pair run with ``settings``, on a runner whose sessions took ``session_s`` seconds."""
-    first, later = session_s[0], median(session_s[1:]) if len(session_s) > 1 else session_s[0]
-    return GateModel(settings.min_sessions, budget_sessions(settings.max_seconds, first, later, settings.max_sessions),
-                     settings.threshold_pct)
-
-
 def calibration_of(ratios: dict[str, tuple[float, ...]], session_s: tuple[float, ...],
                    settings: AbSettings) -> Calibration:
-    """Every variant's figures for the gate ``settings`` describe (seeded: the same sessions give the same figures)."""
-    gate = gate_model(settings, session_s)
+    """Every variant's figures for the gate ``settings`` describe, on a runner whose sessions took ``session_s``
+    seconds: the first one's, then the median later one's (seeded: the same sessions give the same figures)."""
     first, later = session_s[0], median(session_s[1:]) if len(session_s) > 1 else session_s[0]
-    variants = tuple(calibrate_variant(name, r, gate) for name, r in ratios.items()
+    gate = GateModel(settings.min_sessions, budget_sessions(settings.max_seconds, first, later, settings.max_sessions),
+                     settings.threshold_pct)
+    variants = tuple(calibrate_variant(name, r, gate, SIMULATIONS, SEED) for name, r in ratios.items()
                      if len(r) >= MIN_SESSIONS_FOR_INTERVAL)
-    return Calibration(gate, settings.max_seconds, first, later, variants, simulations=400, seed=0)
+    return Calibration(gate, settings.max_seconds, first, later, variants, SIMULATIONS, SEED)
 
 
 def from_result(result: PairResult, settings: AbSettings) -> Calibration | None:

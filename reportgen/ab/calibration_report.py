@@ -24,11 +24,6 @@ def _pct(value: float | None) -> str:
     return f"more than {MAX_PCT:g} %" if value is None else f"{value:.1f} %"
 
 
-def _worst(values: list[float | None]) -> float | None:
-    """The largest figure, None (beyond the search) if any is."""
-    return None if not values or None in values else max(v for v in values if v is not None)
-
-
 def _figures(c: Calibration) -> dict[str, Any]:
     """The worst variant's figures for the gate, formatted."""
     resolution = c.resolution_pct
@@ -38,7 +33,7 @@ def _figures(c: Calibration) -> dict[str, Any]:
         "sessions_in_budget": c.gate.budget_sessions,
         "threshold": MdSafe(f"{c.gate.threshold_pct:g} %"),
         "resolution": MdSafe(_pct(resolution)),
-        "slowdown": MdSafe(_pct(_worst([v.detectable_slowdown_pct for v in c.variants]))),
+        "slowdown": MdSafe(_pct(c.detectable_slowdown_pct)),
         "false_alarm": MdSafe(f"{max((v.false_alarm_pct for v in c.variants), default=0.0):.1f} %"),
         "rate": MdSafe(f"{DECIDE_RATE * 100:g} %"),
         "simulations": c.simulations,
@@ -73,7 +68,7 @@ def render_calibration(result: PairResult, calibration: Calibration | None, comm
                            "commit": to_jsonable(commits["base"]), "stored_runs": stored,
                            "failed_sides": [{"side": s.side, "stage": s.error_stage, "error": s.error}
                                             for s in result.failed_sides]}, indent=1, allow_nan=False) + "\n"
-    side = result.base if result.base.error is None else result.head
+    side = result.loaded_side
     env = side.environment or {}
     return render_md(TEMPLATE, marker=MdSafe(MARKER), scenario=side.scenario_name or "", device=side.device or "",
                      machine=str(env.get("device_name") or env.get("cpu_model") or "unknown device"),

@@ -115,17 +115,20 @@ class PairResult:
         return tuple(m for m in self.memory if m.is_regression)
 
     @property
+    def loaded_side(self) -> SideReport:
+        """The side whose device and timer speak for the pair: base, unless it failed to load."""
+        return self.base if self.base.error is None else self.head
+
+    @property
     def huge_pages(self) -> bool:
         """Whether huge pages changed what was measured: asked for (or the default where the kernel gives them) and
         the pair ran on the CPU."""
-        device = self.base if self.base.error is None else self.head
-        return self.settings.wants_huge_pages and device.device == "cpu"
+        return self.settings.wants_huge_pages and self.loaded_side.device == "cpu"
 
     @property
     def method(self) -> str:
         """The method in words, with this pair's own block settings."""
-        s = self.settings
-        device = self.base if self.base.error is None else self.head
+        s, device = self.settings, self.loaded_side
         return method_text(s.samples_per_block, s.discard_per_block, s.clock, self.huge_pages,
                            device.cache_flush_bytes, device.time_basis == "device", s.neuron_cores)
 

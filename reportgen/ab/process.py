@@ -120,12 +120,17 @@ class ProcessWorker(_LineWorker):
             self.send({"cmd": "quit"})
         except WorkerFailed:
             pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _stop(self.proc, 10.0)
         self._stderr.close()
+
+
+def _stop(proc: subprocess.Popen[Any], timeout_s: float) -> None:
+    """Wait for ``proc`` to exit (it was told to), killing it after ``timeout_s``."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class ForkServer:
@@ -175,11 +180,7 @@ class ForkServer:
 
     def close(self) -> None:
         self._ask(b"quit\n")
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _stop(self.proc, 30.0)
         self._replies.close()
         self._ctl.close()
         self._stderr.close()

@@ -77,7 +77,7 @@ class Session:
             w.close()
 
 
-def side_order(index: int, opens: str = SIDES[0]) -> tuple[str, str]:
+def side_order(index: int, opens: str) -> tuple[str, str]:
     """ABBA over pairs of rounds: ``opens`` first in even rounds, the other side in odd ones (docs/ab-testing.md).
 
     Not ``profile.timing.round_order``: that one rotates any number of variants through every position

@@ -81,8 +81,17 @@ class Calibration:
     @property
     def resolution_pct(self) -> float | None:
         """The worst variant's resolution (None if one resolves nothing up to MAX_PCT, or there are no variants)."""
-        values = [v.resolution_pct for v in self.variants]
-        return None if not values or None in values else max(v for v in values if v is not None)
+        return _worst([v.resolution_pct for v in self.variants])
+
+    @property
+    def detectable_slowdown_pct(self) -> float | None:
+        """The worst variant's detectable slowdown (None as for ``resolution_pct``)."""
+        return _worst([v.detectable_slowdown_pct for v in self.variants])
+
+
+def _worst(values: list[float | None]) -> float | None:
+    """The largest figure; None (beyond the search) if any is, or if there is none."""
+    return None if not values or None in values else max(v for v in values if v is not None)
 
 
 def budget_sessions(budget_s: float, first_session_s: float, later_session_s: float, max_sessions: int) -> int:

@@ -71,3 +71,28 @@ def test_a_server_that_died_fails_the_load_with_its_message(tmp_path: Path) -> N
         load(worker, tmp_path)
     assert info.value.stage == "load" and info.value.message.startswith("the fork server exited (code -9)")
     server.close()
+
+
+def test_later_sessions_run_the_checked_code_without_its_reference(tmp_path: Path) -> None:
+    """The first session checks each variant against the float64 reference; a later (brief) session runs the same
+    code on the same inputs and skips the reference and the check (on a 16 MiB elementwise op they were 80 % of a
+    brief warm-up). A reference that records its calls shows which warm-ups computed it."""
+    calls = tmp_path / "reference_calls"
+    counting = TINY.replace("def reference(x, w):\n",
+                            f"def reference(x, w):\n    open({str(calls)!r}, 'a').write('called\\n')\n")
+    checkout(tmp_path / "c", "base", scenario=counting)
+    server = ForkServer()
+    try:
+        for brief, expected in ((False, 1), (True, 1), (False, 2)):
+            worker = server.fork("base")
+            assert load(worker, tmp_path / "c")["event"] == "loaded"
+            worker.send({"cmd": "warm", "shape": [4, 8], "dtype": "float32", "seed": 0, "variants": ["naive"],
+                         "warmup": 1, "brief": brief})
+            reply = worker.receive()
+            worker.close()
+            naive = reply["variants"]["naive"]  # type: ignore[index]
+            assert naive["status"] == "ok"
+            assert (naive["correctness"] is None) == brief and (brief or naive["correctness"]["passed"])
+            assert calls.read_text().count("called") == expected
+    finally:
+        server.close()

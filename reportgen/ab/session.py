@@ -153,8 +153,9 @@ def _side_report(side: str, reply: dict[str, Any]) -> SideReport:
 
 def warm(worker: Worker, report: SideReport, shape: tuple[int, ...], dtype: str, wanted: list[str],
          settings: AbSettings, brief: bool = False) -> SideReport:
-    """Make the inputs, compile, check and warm ``wanted``; ``brief`` (later sessions): the fixed warm-up calls only,
-    no calibration (the first session's calls per sample are kept; the priming round follows anyway)."""
+    """Make the inputs, compile, check and warm ``wanted``; ``brief`` (later sessions): the first call and the fixed
+    warm-up calls only: no reference, no correctness check (the first session checked the same code on the same
+    inputs), no calibration (its calls per sample are kept; the priming round follows anyway)."""
     if dtype not in report.dtypes:
         return _replace(report, error_stage="warm", error=f"scenario {report.scenario_name!r} declares no tolerance "
                         f"for dtype {dtype}; it has {', '.join(report.dtypes) or 'none'}")

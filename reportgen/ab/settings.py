@@ -56,7 +56,7 @@ class AbSettings:
     # levels ~30 % apart within a second, so blocks far apart in time see different machines
     # (benchmarks/results/ab_granularity_idle.json; benchmarks/README.md).
     rounds_per_session: int = 16
-    max_sessions: int = 60
+    max_sessions: int = 100
     max_seconds: float = 150.0  # budget for the whole measurement: every session's loading, compiling and rounds
     samples_per_block: int = 2
     discard_per_block: int = 0  # untimed samples at the start of each block (each side's blocks alike, so ABBA-fair)

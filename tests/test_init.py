@@ -31,9 +31,9 @@ def test_init_writes_three_files_and_prints_next_steps(tmp_path: Path, capsys: p
     assert cfg.scenarios == (tmp_path.resolve() / "bench",) and cfg.threshold_pct == 5.0
     wf = yaml.safe_load((tmp_path / WRITTEN[2]).read_text())
     uses = [s["uses"] for job in wf["jobs"].values() for s in job["steps"] if "uses" in s]
-    assert uses.count(DEFAULT_ACTION_REF) == 2 and "actions/deploy-pages@v4" in uses
+    assert uses.count(DEFAULT_ACTION_REF) == 3 and "actions/deploy-pages@v4" in uses  # profile, compare, calibrate
     modes = [s["with"]["mode"] for job in wf["jobs"].values() for s in job["steps"] if "with" in s and "mode" in s["with"]]
-    assert sorted(modes) == ["pull-request", "push"]
+    assert sorted(modes) == ["calibrate", "pull-request", "push"]
     compile((tmp_path / WRITTEN[1]).read_text(), WRITTEN[1], "exec")
 
 
@@ -85,6 +85,36 @@ def test_workflow_leaves_the_cpu_runner_to_abs_measured_defaults(tmp_path: Path)
     assert "ab-args" not in step["with"]
     push_steps = [s for s in wf["jobs"]["profile"]["steps"] if s.get("with", {}).get("mode") == "push"]
     assert push_steps and "ab-args" not in push_steps[0]["with"]
+
+
+def test_workflow_calibrates_the_pull_request_runner_weekly_and_on_request(tmp_path: Path) -> None:
+    """The calibrate job runs the action's calibrate mode on the compare job's runner, on the schedule and when a
+    dispatch ticks "calibrate"; neither profiles or deploys, and a push never calibrates."""
+    assert main(["init", "--dir", str(tmp_path)]) == 0
+    wf = yaml.safe_load((tmp_path / WRITTEN[2]).read_text())
+    on = wf.get("on", wf.get(True))
+    assert on["schedule"] == [{"cron": "17 4 * * 1"}]
+    assert on["workflow_dispatch"]["inputs"]["calibrate"] == {
+        "description": "Calibrate the pull-request runner instead of profiling", "type": "boolean", "default": False}
+    job = wf["jobs"]["calibrate"]
+    assert job["runs-on"] == wf["jobs"]["compare"]["runs-on"]
+    assert job["permissions"] == {"contents": "write"}
+    assert job["concurrency"] == wf["jobs"]["profile"]["concurrency"]  # one writer of the results branch at a time
+    (step,) = [s for s in job["steps"] if "with" in s and "mode" in s["with"]]
+    assert step["with"]["mode"] == "calibrate" and step["uses"] == wf["jobs"]["compare"]["steps"][1]["uses"]
+
+    def runs(job_name: str, event: str, calibrate: bool = False) -> bool:
+        """The job's `if:` evaluated for one event (its expressions are ==, &&, || and ! over these two names)."""
+        expr = wf["jobs"][job_name]["if"].replace("&&", " and ").replace("||", " or ").replace("!inputs", " not inputs")
+        return bool(eval(expr, {}, {"github": type("G", (), {"event_name": event}),
+                                    "inputs": type("I", (), {"calibrate": calibrate})}))
+
+    assert [runs("calibrate", e, c) for e, c in (("schedule", False), ("workflow_dispatch", True),
+                                                 ("workflow_dispatch", False), ("push", False))] == [
+        True, True, False, False]
+    assert [runs("profile", e, c) for e, c in (("schedule", False), ("workflow_dispatch", True),
+                                               ("workflow_dispatch", False), ("push", False))] == [
+        False, False, True, True]
 
 
 @pytest.mark.parametrize("ref", ["", " ", "me/reportgen@", "me/reportgen@v1\n", "@v1"])

@@ -220,6 +220,7 @@ def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list
     context = {"runs": shown, "run_count": len(runs), "archive": archive, "groups": history.groups,
                "retired": retired, "keep_traces": plan.keep_traces,
                "latest_compact": bool(runs) and runs[-1].entry.traces_retired,
+               "compact_ids": {r.entry.run_id for r in runs[-INDEX_RUNS:] if r.entry.traces_retired},
                "charts": history.charts, "steps": history.steps, "base_url": base_url, "skipped": failed}
     pages += sum(r.pages for r in rendered) + write_index(context, latest, root)
     write_static(root)

@@ -35,7 +35,7 @@ from reportgen.store.outputs import NOJEKYLL
 from reportgen.store.withdrawn import read_withdrawn
 
 PAGES_PER_RUN = 2
-"""A run's folder holds two pages: index.html and report.md."""
+"""A full run folder holds two pages: index.html and report.md (a compact one only index.html)."""
 HELP_DOC = "reading-a-report.md"
 """The help page's Markdown, shipped with the templates (docs/reading-a-report.md in the repository)."""
 STATIC_FILES = ("style.css", "favicon.svg")
@@ -109,7 +109,8 @@ def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedP
     except BAD_DATA as exc:
         return FailedPage(task.bundle.name, exc.message)
     try:
-        pages = write_run_page(run, task.bundle, task.dest, view, task.traces_retired) if write else PAGES_PER_RUN
+        pages = (write_run_page(run, task.bundle, task.dest, view, task.traces_retired) if write
+                 else pages_per_run(task.traces_retired))
     except BAD_DATA as exc:
         shutil.rmtree(task.dest, ignore_errors=True)
         return FailedPage(task.bundle.name, exc.message)
@@ -139,8 +140,9 @@ def sha256_file(path: Path) -> str:
 
 
 def write_run_page(run: Run, bundle: Path, dest: Path, view: RunView | None = None, retired: bool = False) -> int:
-    """A run's permanent folder: HTML page, Markdown report, charts, run.json and raw traces (``retired``: without
-    the traces, their timelines and the device artifacts, which the site's retention policy retired)."""
+    """A run's permanent folder: HTML page, Markdown report, charts, run.json and raw traces (``retired``: a compact
+    page, its summary and speedups in HTML with every figure in a gzipped run.json; no traces, timelines, device
+    artifacts or Markdown copy, which the site's retention policy retired). Returns the pages written."""
     dest.mkdir(parents=True)
     view = view or run_view(run)
     images = _run_images(view, bundle, dest, retired)
@@ -148,8 +150,14 @@ def write_run_page(run: Run, bundle: Path, dest: Path, view: RunView | None = No
     context = {"rv": view, "run": run, "images": images, "downloads": downloads, "root": "../../",
                "withdrawn": read_withdrawn(bundle.parent).get(run.run_id), "traces_retired": retired}
     (dest / "index.html").write_text(render_html("run.html", **context), encoding="utf-8")
-    (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
-    return PAGES_PER_RUN
+    if not retired:  # a compact page has no Markdown copy: a quarter of its bytes, on most pages of a large site
+        (dest / "report.md").write_text(render_md("run.md", **context), encoding="utf-8")
+    return pages_per_run(retired)
+
+
+def pages_per_run(compact: bool) -> int:
+    """Pages in a run's folder: index.html and report.md; a compact page's index.html alone."""
+    return 1 if compact else PAGES_PER_RUN
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError, writing_into
 from reportgen.store.location import STORE_HELP
-from reportgen.store.session import reading_store, withdrawal_recorder, writing_store
+from reportgen.store.session import object_store, reading_store, withdrawal_recorder, writing_store
 from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -355,7 +355,7 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
         huge_pages=args.huge_pages, params=tuple(sorted(parse_param_flags(args.param).items())),
         param_defaults=tuple(sorted(config.params.items())), calibrate=args.calibrate)
     return AbRequest(Path(args.base), Path(args.head), args.scenario, settings, args.output, args.format,
-                     config.store, args.quiet, calibrations=config.store_url is None)
+                     config.store, args.quiet, object_store=object_store(config))
 
 
 HISTORY_EPILOG = """A step: a change of level in a series' per-run medians (PELT on the logs), kept only when it is at least

@@ -272,3 +272,40 @@ def test_failed_upload_keeps_the_new_run_and_names_it(tmp_path: Path, s3_endpoin
     assert proc.returncode == ExitCode.BAD_INPUT and proc.stderr.count("\n") == 1, proc.stderr
     kept = proc.stderr.strip().rsplit("the new run is kept in ", 1)[1]
     assert Path(kept).parent == tmp_path / "tmp" and any(Path(kept).glob("*/run.json"))
+
+
+def test_a_pair_finds_the_runners_calibration_in_an_s3_store(bucket: str, tmp_path: Path) -> None:
+    """The calibration lookup of a pair uploaded to S3 searches the store by listing: only the run.json of pairs' base
+    runs on the pair's device, newest first, and the partner of the one that is a calibration."""
+    from dataclasses import replace
+
+    from test_ab_calibration import calibrate
+    from test_ab_coordinator import COMMITS, pair
+
+    from reportgen.ab import calibration
+    from reportgen.ab.bundles import store_pair
+    from reportgen.ab.settings import AbSettings
+    from reportgen.store.loader import load_run
+
+    staging = tmp_path / "staging"
+    calibrated = store_pair(calibrate().result, COMMITS, staging)
+    for i in range(3):  # plain runs and a plain pair, newer than the calibration
+        write_synthetic(staging, synthetic_run(run_id=f"20991231T00000{i}Z-cpu-run-{i:06x}"))
+    later = store_pair(pair({"naive": 100.0, "fused": 50.0}, {"naive": 100.0, "fused": 55.0}).result, COMMITS, staging)
+    store = ObjectStore.open(f"s3://{bucket}/runs")
+    for folder in sorted(p for p in staging.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        store.put_bundle(folder)
+    read: list[str] = []
+
+    def reading(ids: object) -> dict[str, bytes]:
+        read.extend(ids)  # type: ignore[call-overload]
+        return store.read_run_jsons(ids)  # type: ignore[arg-type]
+
+    base = load_run(staging / later["base"])
+    gate = AbSettings(threshold_pct=5.0, max_seconds=300.0)
+    found = calibration.find_listed_calibration(store.run_ids(), reading, store.url, base, gate)
+    local = calibration.find_calibration(staging, base, gate)
+    assert found is not None and found == local and found.base_run_id == calibrated["base"]
+    assert set(read) == {later["base"], calibrated["base"], calibrated["head"]}  # no plain run, no head side read
+    other = replace(base, scenario=replace(base.scenario, name="another"))  # no calibration of this scenario
+    assert calibration.find_listed_calibration(store.run_ids(), store.read_run_jsons, store.url, other, gate) is None

@@ -49,6 +49,11 @@ def store_pair(result: PairResult, commits: dict[str, GitInfo], store: Path) -> 
     return {side: run.run_id for side, run in runs.items()}
 
 
+def side_label(side: str) -> str:
+    """The label of a pair's run on ``side`` (``A/B base``): part of its run id, so stores can be searched by name."""
+    return f"A/B {side}"
+
+
 def setting_notes(settings: AbSettings, huge_pages: bool) -> tuple[str, ...]:
     """What a run bundle of the pair says about how its times were taken, beyond the method."""
     huge = (f"both workers ran with {HUGE_PAGES_TEXT} (reportgen ab's CPU default where the kernel gives huge "
@@ -72,7 +77,7 @@ def side_run(result: PairResult, side: str, pair_id: str, created: datetime, git
     shape = ",".join(str(d) for d in result.shape or ())
     s = result.settings
     run = new_run(NewRunRequest(
-        created, DeviceKind(report.device or "unknown"), f"A/B {side}", RunSource.PROFILE, pair_id, git=git,
+        created, DeviceKind(report.device or "unknown"), side_label(side), RunSource.PROFILE, pair_id, git=git,
         environment=env, peak=DevicePeak(None, None, "not measured by reportgen ab"),
         scenario=ScenarioInfo(report.scenario_name or "", report.scenario_description,
                               {"shape": shape, "dtype": result.dtype or "", "seed": str(s.seed), **report.params}),

@@ -9,12 +9,14 @@ scenario and parameters, device, device model, CPU count, torch threads, allocat
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 from reportgen import catalog
+from reportgen.ab.bundles import side_label
 from reportgen.ab.pair import PairResult, VariantKind
 from reportgen.ab.settings import AbSettings
 from reportgen.analysis.calibration import SIMULATIONS, Calibration, GateModel, budget_sessions, calibrate_variant
@@ -22,7 +24,9 @@ from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL
 from reportgen.compare.variants import stored_session_ratios
 from reportgen.errors import BundleError, UsageError
 from reportgen.model.run import Run
+from reportgen.store.layout import RUN_FILE, slug
 from reportgen.store.loader import load_run
+from reportgen.store.runjson import parse_run_json
 
 CALIBRATION_SESSIONS = 20
 """Sessions a calibration measures at least (each one a pair of worker processes): the draws the gate is replayed
@@ -30,6 +34,8 @@ from. More sessions show rarer states of the runner; ``--sessions`` raises it.""
 SEED = 0
 """The replay's seed: a calibration's figures are a function of its sessions."""
 MAX_CANDIDATES = 400
+READ_BATCH = 32
+"""run.json files an object-store lookup reads per request batch (concurrently), newest first."""
 """Newest runs of the pair's scenario and device looked at for a calibration (a store of many pairs stays fast)."""
 
 
@@ -101,11 +107,44 @@ def find_calibration(store: Path, pair_base: Run, settings: AbSettings) -> Store
     for the gate ``settings``; None when there is none."""
     if not store.is_dir():
         return None
-    wanted = same_measurement(pair_base)
     rows = [e.run for e in catalog.sync(store).entries.values()
             if e.run.scenario == pair_base.scenario.name and e.run.device == pair_base.device.value]
-    for row in sorted(rows, key=lambda r: r.run_id, reverse=True)[:MAX_CANDIDATES]:
-        found = _calibration_pair(store, row.run_id, wanted)
+    newest = [r.run_id for r in sorted(rows, key=lambda r: r.run_id, reverse=True)[:MAX_CANDIDATES]]
+    return first_calibration(newest, lambda run_id: load_run(store / run_id), pair_base, settings)
+
+
+def find_listed_calibration(run_ids: Sequence[str], read: Callable[[Sequence[str]], dict[str, bytes]], where: str,
+                            pair_base: Run, settings: AbSettings) -> StoredCalibration | None:
+    """``find_calibration`` in an object store at ``where``: the candidates are the listed ``run_ids`` of pairs' base
+    runs on the pair's device (by name), newest first; ``read`` fetches run.json files, ``READ_BATCH`` at a time,
+    until a calibration of the same measurement is found (nothing else of a bundle is read)."""
+    marker = base_run_marker(pair_base)
+    newest = [i for i in sorted(run_ids, reverse=True) if marker in i][:MAX_CANDIDATES]
+    texts: dict[str, bytes] = {}
+
+    def load(run_id: str) -> Run:
+        if run_id not in texts:
+            texts.update(read([run_id, *[i for i in newest if i not in texts and i != run_id][:READ_BATCH - 1]]))
+        if run_id not in texts:
+            raise BundleError(f"{where}/{run_id}: no {RUN_FILE}")
+        return parse_run_json(texts[run_id], f"{where}/{run_id}/{RUN_FILE}")
+
+    return first_calibration(newest, load, pair_base, settings)
+
+
+def base_run_marker(pair_base: Run) -> str:
+    """What the id of a pair's base run on ``pair_base``'s device contains (``<time>-cpu-a-b-base-<hash>``): an object
+    store is searched by its listing, reading only the run.json of runs whose id has it."""
+    return f"-{slug(pair_base.device.value, 12) or 'dev'}-{slug(side_label('base'))}-"
+
+
+def first_calibration(candidates: Iterable[str], load: Callable[[str], Run], pair_base: Run,
+                      settings: AbSettings) -> StoredCalibration | None:
+    """The first of ``candidates`` (run ids, newest first; ``load`` reads one) that is the base run of a calibration of
+    what ``pair_base`` measured, with its figures for the gate ``settings``."""
+    wanted = same_measurement(pair_base)
+    for run_id in candidates:
+        found = _calibration_pair(load, run_id, wanted)
         if found is not None:
             base, head = found
             calibration = from_runs(base, head, settings)
@@ -115,12 +154,12 @@ def find_calibration(store: Path, pair_base: Run, settings: AbSettings) -> Store
     return None
 
 
-def _calibration_pair(store: Path, run_id: str, wanted: tuple[Any, ...]) -> tuple[Run, Run] | None:
+def _calibration_pair(load: Callable[[str], Run], run_id: str, wanted: tuple[Any, ...]) -> tuple[Run, Run] | None:
     """The calibration pair whose base run is ``run_id``, if it is one and measured ``wanted``."""
     try:
-        run = load_run(store / run_id)
+        run = load(run_id)
         if run.ab is None or not run.ab.calibration or run.ab.side != "base" or same_measurement(run) != wanted:
             return None
-        return run, load_run(store / run.ab.partner_run_id)
+        return run, load(run.ab.partner_run_id)
     except (BundleError, OSError):
         return None  # a damaged or withdrawn bundle is no calibration

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reportgen.ab import calibration
 from reportgen.ab.bundles import store_pair
@@ -29,7 +30,10 @@ from reportgen.devices.allocator import THP_ENABLED_FILE, read_thp_mode
 from reportgen.devices.host import git_info
 from reportgen.devices.neuron.cores import VISIBLE_CORES_ENV, ab_core_pair
 from reportgen.devices.neuron.hardware import NeuronLs, detect
-from reportgen.errors import ExitCode, ReportgenError, ScenarioError, UsageError
+from reportgen.errors import BundleError, ExitCode, ReportgenError, ScenarioError, UsageError
+
+if TYPE_CHECKING:
+    from reportgen.store.objects import ObjectStore
 
 THP_ON_REQUEST = ("always", "madvise")
 """Kernel THP modes in which an ``madvise`` gets transparent huge pages."""
@@ -49,7 +53,9 @@ class AbRequest:
     store: Path
     quiet: bool
     calibrations: bool = True
-    """Look the runner's calibration up in ``store`` (False for an object store, whose runs are not read here)."""
+    """Look the runner's calibration up: in ``store``, or in ``object_store`` when the pair is uploaded to one."""
+    object_store: ObjectStore | None = None
+    """The object store ``store`` is uploaded to when the command ends (None: ``store`` is the store)."""
 
     def check(self) -> None:
         """Refuse a request that cannot be measured; each message starts with the request field."""
@@ -147,7 +153,16 @@ def _stored_calibration(request: AbRequest, stored: dict[str, str] | None) -> ca
         return None
     from reportgen.store.loader import load_run
 
-    return calibration.find_calibration(request.store, load_run(request.store / stored["base"]), request.settings)
+    base = load_run(request.store / stored["base"])
+    objects = request.object_store
+    if objects is None:
+        return calibration.find_calibration(request.store, base, request.settings)
+    try:
+        return calibration.find_listed_calibration(objects.run_ids(), objects.read_run_jsons, objects.url, base,
+                                                   request.settings)
+    except BundleError as exc:  # the pair is measured and will be uploaded: a failed lookup only loses the line
+        print(f"reportgen: warning: the runner's calibration was not looked up: {exc.message}", file=sys.stderr)
+        return None
 
 
 def _progress(message: str) -> None:

@@ -23,7 +23,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +129,16 @@ class ObjectStore:
             if entry.run_id not in out or entry.withdrawn_utc >= out[entry.run_id].withdrawn_utc:
                 out[entry.run_id] = entry
         return out
+
+    def read_run_jsons(self, run_ids: Sequence[str]) -> dict[str, bytes]:
+        """The ``run.json`` of each of ``run_ids`` (one concurrent request per run), by run id; a run without one is
+        left out."""
+        keys = {self._key(f"{i}/{RUN_FILE}"): i for i in run_ids}
+        try:
+            blobs = self.fs.cat(list(keys), on_error="omit") if keys else {}
+        except Exception as exc:  # noqa: BLE001
+            raise self._failed(exc, "read runs") from None
+        return {keys[k]: data for k, data in blobs.items() if k in keys and isinstance(data, bytes)}
 
     def fetch_bundle(self, run_id: str, cache: Path) -> None:
         """Copy one complete run into ``cache`` (a temporary folder renamed into place)."""

@@ -190,7 +190,9 @@ def reference(x):
 }
 """The ops a run can measure (``--scenario``): RMSNorm (every recorded run before 2026-12-05), one elementwise op
 over 16 MiB (where identical code once measured 6-8 % apart, issue 32) and a row sum over 16 MiB."""
-BUSY = "while True:\n    sum(i * i for i in range(100_000))\n"
+BUSY = ("import ctypes, signal\n"
+        "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: ends with the benchmark, however it ends\n"
+        "while True:\n    sum(i * i for i in range(100_000))\n")
 
 
 def make_checkout(parent: Path, name: str, pct: float, clock: str = "wall", kind: str = "rmsnorm") -> Path:

@@ -194,7 +194,7 @@ def test_build_prints_no_raw_control_character_from_a_variant_name_drawn_on_a_ch
     before = snapshot(store)
     proc = run_cli("build", "--runs", str(store), "--out", str(tmp_path / "site"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert list((tmp_path / "site").glob("**/*.png")), "a chart with the name was drawn"
+    assert list((tmp_path / "site").glob("history/*.svg")), "a chart with the name was drawn"
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", proc.stderr + proc.stdout), proc.stderr
     assert snapshot(store) == before
 

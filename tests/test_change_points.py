@@ -191,7 +191,7 @@ def test_the_index_marks_a_step_with_its_commit_range_escaped(tmp_path: Path) ->
     assert 'class="commit-range"' in html and "-20.0 %" in html or "step in <code>fused</code>" in html
     md = (site / "index.md").read_text()
     assert "step in fused" in md and "<b>x" not in md
-    assert len(list((site / "history").glob("*.png"))) == 1
+    assert len(list((site / "history").glob("*.svg"))) == 1
 
 
 def test_push_mode_refuses_a_fail_on_step_that_is_neither_true_nor_false(tmp_path: Path) -> None:

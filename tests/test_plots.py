@@ -11,7 +11,7 @@ import pytest
 from conftest import REAL_TRACES_DIR
 from factories import synthetic_run, variant
 
-from reportgen.analysis.history import digest, history
+from reportgen.analysis.history import HistoryGroup, digest, history
 from reportgen.analysis.run_view import run_view
 from reportgen.analysis.timeline import (
     TimelineBar,
@@ -23,7 +23,7 @@ from reportgen.analysis.timeline import (
 )
 from reportgen.devices.lanes import Lane
 from reportgen.model.run import VariantStatus
-from reportgen.render import bars, drawing, history_plot, timeline_plot
+from reportgen.render import bars, drawing, history_plot, style, timeline_plot
 from reportgen.traces.reader import events_in_window, profiler_steps, read_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -106,7 +106,7 @@ def test_failed_variant_gets_no_bar_and_says_why() -> None:
     (0.0, [0], 0),
 ])
 def test_nice_ticks(top: float, expected: list[float], decimals: int) -> None:
-    ticks, d = drawing.nice_ticks(top)
+    ticks, d = style.nice_ticks(top)
     assert ticks == pytest.approx(expected) and d == decimals
     assert len(ticks) <= 7 and ticks[-1] <= top * (1 + 1e-9) + (top == 0)
 
@@ -115,7 +115,7 @@ def test_nice_ticks_properties() -> None:
     for exponent in range(-6, 9):
         for top in (1.0, 1.7, 3.3, 7.9, 9.99):
             value = top * 10.0**exponent
-            ticks, decimals = drawing.nice_ticks(value)
+            ticks, decimals = style.nice_ticks(value)
             step = ticks[1] - ticks[0]
             mantissa = step / 10.0 ** math.floor(math.log10(step) + 1e-9)
             assert min(abs(mantissa - m) for m in (1, 2, 2.5, 5)) < 1e-6
@@ -138,14 +138,73 @@ def test_hostile_labels_are_text_in_the_svg(tmp_path: Path) -> None:
     assert b"<script>" not in (tmp_path / "bars.svg").read_bytes()
 
 
-def test_history_chart_is_reproducible(tmp_path: Path) -> None:
+def test_png_charts_have_reproducible_bytes_and_no_metadata(tmp_path: Path) -> None:
+    for name in ("a.png", "b.png"):
+        with drawing.styled_figure(4.0, 2.0) as fig:
+            fig.subplots(1, 1).plot([0, 1, 2], [3, 1, 2], label="x")
+            drawing.save_png(fig, tmp_path / name)
+    data = (tmp_path / "a.png").read_bytes()
+    assert data == (tmp_path / "b.png").read_bytes()
+    assert _png_size(data) == (400, 200)
+    assert not {kind for kind, _ in _png_chunks(data)} & {b"tEXt", b"tIME", b"iTXt", b"zTXt"}
+
+
+def _group(n: int, times: dict[str, float] | None = None, drift: float = 1.0) -> HistoryGroup:
+    runs = [synthetic_run(run_id=f"r{i:04d}", created_utc=f"2026-12-01T{i // 60:02d}:{i % 60:02d}:00Z",
+                          times_us={k: v * (drift ** i) for k, v in (times or {"naive": 100.0, "fused": 50.0}).items()})
+            for i in range(n)]
+    (group,) = history([digest(r) for r in runs])
+    return group
+
+
+def test_history_chart_is_reproducible_well_formed_svg(tmp_path: Path) -> None:
     runs = [synthetic_run(run_id=f"r{i}", created_utc=f"2026-12-0{i}T00:00:00Z",
                           times_us={"naive": 100.0 - i, "fused": 50.0, "compiled": 30.0 + i}) for i in range(1, 5)]
     (group,) = history([digest(r) for r in runs])
-    history_plot.history_chart(group, tmp_path / "a.png")
-    history_plot.history_chart(group, tmp_path / "b.png")
-    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
-    assert _png_size((tmp_path / "a.png").read_bytes()) == (900, 560)
+    history_plot.history_chart(group, tmp_path / "a.svg")
+    history_plot.history_chart(group, tmp_path / "b.svg")
+    assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
+    root = _svg(tmp_path / "a.svg")
+    assert (root.get("width"), root.get("height")) == ("900", "560")
+    assert {"naive", "fused", "compiled", "median µs per call", "speedup vs baseline (×)"} <= set(_texts(root))
+
+
+def test_history_chart_places_each_point_where_its_value_is() -> None:
+    """A slower run is drawn higher; the error bar spans the interval; the speedup panel has its 1.0 line."""
+    group = _group(5, drift=1.1)
+    chart = history_plot.history_layout(group)
+    time_panel, gain_panel = chart.panels
+    naive = time_panel.series[0]
+    ys = [m.y_px for m in naive.markers]
+    assert ys == sorted(ys, reverse=True) and len(set(ys)) == 5  # medians grow: each point higher than the last
+    xs = [m.x_px for m in naive.markers]
+    assert xs == sorted(xs) and chart.left_px < xs[0] and xs[-1] < chart.right_px
+    assert all(m.err_high_px <= m.y_px <= m.err_low_px for m in naive.markers)
+    assert time_panel.top_px <= min(ys) and max(ys) <= time_panel.bottom_px
+    assert gain_panel.reference_y_px is not None and gain_panel.top_px < gain_panel.reference_y_px < gain_panel.bottom_px
+    fused_gain = [m.y_px for m in gain_panel.series[1].markers]
+    assert all(y < gain_panel.reference_y_px for y in fused_gain)  # fused is 2x faster: above the 1.0 line
+    assert "run r0004" in naive.markers[-1].tooltip
+
+
+def test_history_chart_of_many_runs_is_a_band_not_error_bars(tmp_path: Path) -> None:
+    group = _group(history_plot.BAND_FROM_POINTS + 1)
+    chart = history_plot.history_layout(group)
+    naive = chart.panels[0].series[0]
+    assert naive.markers == () and len(naive.band.split()) == 2 * (history_plot.BAND_FROM_POINTS + 1)
+    history_plot.history_chart(group, tmp_path / "h.svg")
+    assert len(_svg(tmp_path / "h.svg").findall(f".//{SVG}circle")) == 0
+
+
+def test_history_chart_escapes_hostile_names_and_steps(tmp_path: Path) -> None:
+    odd = "<script>alert(1)</script>\x1b&"
+    runs = [synthetic_run(run_id=f"r{i}", created_utc=f"2026-12-0{i}T00:00:00Z",
+                          times_us={odd: 100.0, "fused": 50.0}) for i in range(1, 4)]
+    (group,) = history([digest(r) for r in runs])
+    history_plot.history_chart(group, tmp_path / "h.svg")
+    data = (tmp_path / "h.svg").read_bytes()
+    assert b"<script>" not in data
+    assert style.clip_label(style.svg_text(odd)) in _texts(_svg(tmp_path / "h.svg"))
 
 
 def _timeline(name: str = "aten::mul", n: int = 3) -> TimelineLayout:
@@ -225,48 +284,34 @@ def test_control_characters_and_surrogates_never_make_an_svg_unreadable(tmp_path
     layout = _timeline(odd + "op", 3)
     timeline_plot.timeline_chart(layout, tmp_path / "t.svg", f"t {odd}")
     texts = _texts(_svg(tmp_path / "t.svg"))
-    assert f"t {drawing.svg_text(odd)}" in texts
+    assert f"t {style.svg_text(odd)}" in texts
 
 
 def test_tiny_and_zero_scales_draw() -> None:
-    assert drawing.nice_ticks(5e-324) == ([0.0], 0)
+    assert style.nice_ticks(5e-324) == ([0.0], 0)
     views = run_view(synthetic_run(times_us={"naive": 1e-320, "fused": 0.0})).variants
     chart = bars.bar_layout(views, "t")
     assert [t.label for t in chart.ticks] == ["0"]
 
 
 def test_wide_characters_get_a_wider_label_margin() -> None:
-    assert drawing.text_width_px("中文名字", 12.0) == pytest.approx(4 * 12.0)
-    assert drawing.text_width_px("abcd", 12.0) == pytest.approx(4 * 12.0 * drawing.CHAR_WIDTH_EM)
+    assert style.text_width_px("中文名字", 12.0) == pytest.approx(4 * 12.0)
+    assert style.text_width_px("abcd", 12.0) == pytest.approx(4 * 12.0 * style.CHAR_WIDTH_EM)
 
 
-def _log_axes() -> tuple[object, object]:
-    """An axes placed as the history chart places its time axis, with medians spanning five decades."""
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context(drawing.RC):  # type: ignore[arg-type]
-        fig = Figure(figsize=(history_plot.HISTORY_WIDTH_IN, 3.8))
-        FigureCanvasAgg(fig)
-        fig.subplots_adjust(left=0.9 / history_plot.HISTORY_WIDTH_IN)
-        ax = fig.subplots(1, 1)
-        medians = [3.0, 30.0, 3e3, 3e5]
-        ax.plot(range(len(medians)), medians)
-        history_plot._time_scale(ax, medians)
-        fig.canvas.draw()
-    return fig, ax
-
-
-def test_log_history_axis_has_plain_tick_labels_and_keeps_its_label() -> None:
-    fig, ax = _log_axes()
-    labels = [t.get_text() for t in ax.yaxis.get_ticklabels() if t.get_text()]  # type: ignore[attr-defined]
-    assert labels and not [t for t in labels if "$" in t or "mathdefault" in t], labels
-    assert "10,000" in labels and "100" in labels
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    box = ax.yaxis.label.get_window_extent(renderer)  # type: ignore[attr-defined]
-    assert ax.get_ylabel() == "median µs per call (log scale)"  # type: ignore[attr-defined]
-    assert box.x0 >= 0, "the y-axis label is drawn off the left edge of the figure"
+def test_log_history_axis_has_plain_tick_labels() -> None:
+    """Medians spanning five decades: a log axis, labelled with plain numbers at each decade."""
+    group = _group(4, times={"naive": 3.0}, drift=30.0)
+    panel = history_plot.history_layout(group).panels[0]
+    labels = [t.label for t in panel.ticks if t.label]
+    assert "10,000" in labels and "100" in labels and not [t for t in labels if "$" in t]
+    assert panel.y_label == "median µs per call (log scale)"
+    heights = {t.label: t.y_px for t in panel.ticks if t.label}
+    assert heights["10,000"] < heights["100"]  # higher values higher up
+    ys = [m.y_px for m in panel.series[0].markers]
+    assert ys == sorted(ys, reverse=True)
+    steps = [b - a for a, b in zip(sorted(ys), sorted(ys)[1:], strict=False)]  # ×30 per run: equal spacing on a log axis
+    assert max(steps) - min(steps) < 0.1
 
 
 def test_log_tick_text() -> None:

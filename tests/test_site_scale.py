@@ -17,7 +17,7 @@ from reportgen.analysis.run_view import run_view
 from reportgen.errors import SiteError, UsageError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.model.run import VariantStatus
-from reportgen.render import bars, drawing
+from reportgen.render import bars, style
 from reportgen.site import fs, manifest, pages, workers
 
 
@@ -48,7 +48,7 @@ def test_parallel_build_writes_the_same_bytes_as_a_serial_build(tmp_path: Path) 
     assert counts == (parallel.runs_total, parallel.rendered, parallel.reused, parallel.pages_written) == (8, 8, 0, 21)
     hashes = _hashes(tmp_path / "serial")
     assert len([p for p in hashes if p.endswith(".svg") and "/runs/" in f"/{p}"]) == 8 + 4 * 3  # bars, timelines
-    assert len([p for p in hashes if p.endswith(".png")]) == 1  # one history chart
+    assert len([p for p in hashes if p.startswith("history/") and p.endswith(".svg")]) == 1  # one history chart
     assert hashes == _hashes(tmp_path / "parallel")
 
 
@@ -166,8 +166,8 @@ def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: objec
 
 
 def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> None:
-    assert drawing.clip_label("x" * 32) == "x" * 32
-    assert drawing.clip_label("y" * 33) == "y" * 31 + "…"
+    assert style.clip_label("x" * 32) == "x" * 32
+    assert style.clip_label("y" * 33) == "y" * 31 + "…"
     views = run_view(synthetic_run(variants=(variant("v" * 200, 10.0), variant("fused", 5.0)))).variants
     chart = bars.bar_layout(views, "long names")
     assert [b.label for b in chart.bars] == ["v" * 31 + "…", "fused"]
@@ -250,9 +250,11 @@ def _sleep_forever(items: list[int]) -> None:
 
 
 def test_a_child_that_dies_without_a_word_is_an_error_and_one_left_running_is_killed() -> None:
-    with pytest.raises(SiteError, match=r"a build process died \(exit 3\)"), workers.in_background(_die, [1]) as wait:
-        wait()
-    with pytest.raises(RuntimeError, match="caller failed"), workers.in_background(_sleep_forever, [1]):
+    with pytest.raises(SiteError, match=r"a build process died \(exit 3\)"), workers.background_child(_die) as child:
+        child.submit([1])
+        child.wait()
+    with pytest.raises(RuntimeError, match="caller failed"), workers.background_child(_sleep_forever) as child:
+        child.submit([1])
         raise RuntimeError("caller failed")  # leaving the block kills the child instead of waiting a minute
 
 
@@ -283,13 +285,69 @@ def _alarm(seconds: int) -> object:
 def test_a_child_error_bigger_than_the_pipe_is_reported_not_waited_on_forever() -> None:
     signal = _alarm(30)
     try:
-        with pytest.raises(SiteError) as err, workers.in_background(_huge_error, [1]) as wait:
-            wait()
+        with pytest.raises(SiteError) as err, workers.background_child(_huge_error) as child:
+            child.submit([1])
+            child.wait()
     finally:
         signal.alarm(0)  # type: ignore[attr-defined]
     assert str(err.value) == "x" * 2000  # the type kept, the text cut
 
 
 def test_a_child_error_that_does_not_unpickle_keeps_its_text() -> None:
-    with pytest.raises(SiteError, match="^_TwoArgError: page: broken$"), workers.in_background(_two_arg_error, [1]) as wait:
-        wait()
+    with pytest.raises(SiteError, match="^_TwoArgError: page: broken$"), workers.background_child(_two_arg_error) as child:
+        child.submit([1])
+        child.wait()
+
+
+def _no_warm_up() -> None:
+    raise ImportError("no module named 'matplotlib' (in the child's warm-up)")
+
+
+def _block_forever() -> None:
+    os.read(os.pipe()[0], 1)  # a pipe whose writing end this process holds open: never returns
+
+
+def _echo(items: list[int]) -> list[int]:
+    return [i * 2 for i in items]
+
+
+def test_a_childs_warm_up_error_is_reported_when_it_is_given_work_and_an_unused_child_is_killed() -> None:
+    with pytest.raises(ImportError, match="in the child's warm-up"), workers.background_child(_echo, _no_warm_up) as child:
+        child.submit([1])
+        child.wait()
+    with workers.background_child(_echo, _block_forever) as child:
+        pass  # never given work, still warming up: leaving the block kills it instead of waiting
+    with workers.background_child(_echo, lambda: None) as child:
+        child.submit([1, 2])
+        assert child.wait() == [2, 4]
+    with workers.background_child(_echo, fork=False) as here:
+        here.submit([3])
+        assert here.wait() == [6]
+
+
+ADD_ONE = """
+import sys
+from pathlib import Path
+from reportgen.site.build import build_site
+result = build_site(Path(sys.argv[1]), Path(sys.argv[2]), "/", jobs=2)
+print(result.rendered, result.reused, "matplotlib" in sys.modules)
+"""
+
+
+def test_adding_a_run_draws_its_page_in_the_child_and_never_imports_matplotlib_here(tmp_path: Path) -> None:
+    """matplotlib's import is a third of adding one run: the index and its SVG history charts do without it."""
+    import subprocess
+    import sys
+
+    store, out = tmp_path / "results", tmp_path / "site"
+    for i in range(3):
+        write_synthetic(store, _run(i))  # type: ignore[arg-type]
+    site.build_site(store, out, "/", jobs=1)
+    write_synthetic(store, _run(3))  # type: ignore[arg-type]
+    proc = subprocess.run([sys.executable, "-c", ADD_ONE, str(store), str(out)], capture_output=True, text=True,
+                          env={**os.environ, "SOURCE_DATE_EPOCH": "1764460800"}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "3", "False"]
+    page = out / "runs" / _run(3).run_id  # type: ignore[attr-defined]
+    assert (page / "time-per-variant.svg").is_file() and list(page.glob("timeline-*.svg"))
+    assert list((out / "history").glob("*.svg")) and "history/" in (out / "index.html").read_text()

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reportgen.analysis.variant_view import VariantView
-from reportgen.render.drawing import clip_label, colour_for, nice_ticks, svg_text, text_width_px
 from reportgen.render.jinja import render_html
+from reportgen.render.style import clip_label, colour_for, nice_ticks, svg_text, text_width_px
 
 BAR_WIDTH_PX = 750
 BAR_FONT_PX = 12.0

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reportgen.model.memory import VariantMemory
-from reportgen.render.drawing import colour_for, save_png, styled_figure, svg_text
+from reportgen.render.drawing import save_png, styled_figure
+from reportgen.render.style import colour_for, svg_text
 from reportgen.text.formatting import fmt_bytes
 
 MEMORY_WIDTH_IN = 11.0

@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from reportgen.analysis.sweep import SweepCell, SweepRow, SweepView
-from reportgen.render.drawing import CHAR_WIDTH_EM, LEGEND_FONT_PT, clip_label, colour_for, save_png, styled_figure, svg_text
+from reportgen.render.drawing import save_png, styled_figure
+from reportgen.render.style import CHAR_WIDTH_EM, LEGEND_FONT_PT, clip_label, colour_for, svg_text
 
 SWEEP_WIDTH_IN = 7.5
 SWEEP_HEIGHT_IN = 4.2

@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 from reportgen.analysis.timeline import FOLDED_TRACK, MAX_DEPTH, TimelineLayout
 from reportgen.devices.lanes import Lane
 from reportgen.model.breakdown import COMMUNICATION_RE
-from reportgen.render.drawing import DPI, chart_style, clip_label, nice_ticks, svg_text, text_width_px
+from reportgen.render.drawing import DPI, chart_style
+from reportgen.render.style import clip_label, nice_ticks, svg_text, text_width_px
 
 LANE_COLOURS = {
     Lane.FRAMEWORK: "#4C72B0",

@@ -39,12 +39,13 @@ from reportgen.site.pages import (
     RunPageTask,
     render_run_pages,
     render_task,
+    warm_up,
     write_index,
     write_pages,
     write_static,
 )
 from reportgen.site.plan import SitePlan, carried_site_run, gather, load_latest
-from reportgen.site.workers import default_jobs, in_background, render_workers
+from reportgen.site.workers import BackgroundChild, HereChild, background_child, default_jobs, render_workers
 from reportgen.store.atomic import make_folders
 from reportgen.store.loader import check_is_store, list_run_dirs
 from reportgen.store.outputs import MANIFEST_FILE, NOJEKYLL, SITE_MARKERS
@@ -102,13 +103,13 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     fs.check_build_target(out, store, SITE_MARKERS)
     read_old_site(out)  # refuse a folder that is not a site before the lock file is made
     make_folders(out.parent)
-    with fs.exclusive_lock(out):
+    with fs.exclusive_lock(out), background_child(write_pages, warm_up, fork=jobs > 1) as drawer:
         fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
         plan = gather(store, out, read_old_site(out), keep_traces)
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
         try:
             os.chmod(tmp, 0o755)
-            pages, published, skipped = write_site(plan, tmp, base, out, jobs)
+            pages, published, skipped = write_site(plan, tmp, base, out, jobs, drawer)
             if strict and skipped:
                 _fail_strict(skipped, out, warn)
             fs.commit(tmp, out, RUNS_DIR)
@@ -139,14 +140,14 @@ def normalise_base_url(base_url: str) -> str:
     return base_url if base_url.endswith("/") else base_url + "/"
 
 
-def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: int = 1
-               ) -> tuple[int, list[SiteRun], list[FailedPage]]:
+def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: int = 1,
+               drawer: BackgroundChild | HereChild | None = None) -> tuple[int, list[SiteRun], list[FailedPage]]:
     """Write the whole site under ``root``; returns the pages written, the runs published and those left out.
 
     Only new (and redrawn) run folders are written: the old site's stay where they are and are carried
-    over by :func:`fs.commit`. New pages are rendered by worker processes (many), by a child beside the
-    index (a few, with ``jobs`` > 1) or here; then what lists the runs: the index, archive, history charts
-    and the manifest.
+    over by :func:`fs.commit`. New pages are rendered by worker processes (many), by ``drawer`` (a child forked
+    before planning, a few pages, with ``jobs`` > 1) while this process writes the index, or here; then what
+    lists the runs: the index, archive, history charts (SVG: no matplotlib in this process) and the manifest.
     """
     (root / RUNS_DIR).mkdir()
     tasks: list[RunPageTask] = []
@@ -157,16 +158,12 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
             tasks.append(RunPageTask(p.page_source, dest, plan.renderer_version, p.run_id in plan.retired))
         else:
             done.append(p.known)
-    # matplotlib, once, before the workers' fork
-    from reportgen.render import history_plot, sweep_plots, timeline_plot  # noqa: F401
-
-    if tasks and jobs > 1 and render_workers(len(tasks), jobs) == 1:
-        # A few new pages (adding runs to a site): a child writes them while this process writes the index.
-        with in_background(write_pages, tasks) as pages_done:
-            rendered, failed = _split([render_task(t, write=False) for t in tasks])
-            kept = _keep_old_pages(failed, plan, root, old_site)
-            pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
-            late = [f for f in pages_done() or [] if f.run_id not in {x.run_id for x in failed}]
+    if tasks and drawer is not None and jobs > 1 and render_workers(len(tasks), jobs) == 1:
+        drawer.submit(tasks)  # a few new pages (adding runs to a site): drawn beside the index
+        rendered, failed = _split([render_task(t, write=False) for t in tasks])
+        kept = _keep_old_pages(failed, plan, root, old_site)
+        pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
+        late = [f for f in drawer.wait() or [] if f.run_id not in {x.run_id for x in failed}]
         if late:  # the child could not draw a page the index lists: list the runs again without it
             gone = {f.run_id for f in late}
             rendered = [r for r in rendered if r.site_run.entry.run_id not in gone]
@@ -175,6 +172,9 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
             _remove_lists(root)
             pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
     else:
+        if drawer is not None:
+            drawer.close()  # not needed: many pages go to a pool, none or one process draws here
+        warm_up()  # matplotlib, once, before the workers' fork
         rendered, failed = _split(render_run_pages(tasks, jobs))
         kept = _keep_old_pages(failed, plan, root, old_site)
         pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)

@@ -117,7 +117,7 @@ def history_charts(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site
     kept: dict[str, object] = {}
     for g in groups:
         sig = _signature(plan.renderer_version, repr(g))
-        name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.png"
+        name = f"{slug(g.title, 60) or 'group'}-{hashlib.sha256(g.key.encode()).hexdigest()[:8]}.svg"
         prev = old_groups.get(g.key)
         charted = bool(g.series) and len(g.run_ids) >= 2  # one point is not a history: the table says it
         reused = _reuse_group(prev, sig, name, old_site, root, charted) if isinstance(prev, dict) else None

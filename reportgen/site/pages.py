@@ -98,6 +98,11 @@ def render_run_pages(tasks: list[RunPageTask], jobs: int) -> list[RenderedPage |
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def warm_up() -> None:
+    """Import what drawing a run page needs (matplotlib, for timelines and the sweep and memory charts)."""
+    from reportgen.render import memory_plot, sweep_plots, timeline_plot  # noqa: F401
+
+
 def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedPage:
     """Worker entry point: load one bundle, render its page (unless ``write`` is False), and return what the
     index needs of it; a bundle that cannot be read or drawn is a FailedPage (its folder removed)."""

@@ -41,58 +41,106 @@ def render_workers(pages: int, jobs: int) -> int:
     return max(1, min(jobs, pages // MIN_PAGES_PER_WORKER)) if sys.platform == "linux" else 1
 
 
-@contextlib.contextmanager
-def in_background(target: Callable[[list[T]], Any], items: list[T]) -> Iterator[Callable[[], Any]]:
-    """Run ``target(items)`` in a forked child while this process goes on; yields ``wait``, which joins the
-    child, re-raises its error, and returns what ``target`` returned when that was not None (else None).
+class BackgroundChild:
+    """A forked child that waits for its items (:meth:`submit`) and runs ``target`` on them; :meth:`wait` joins it."""
 
-    Used to write a few new run pages while this process writes the index (a thread would wait for the
-    interpreter lock after every call). The child dies with this process and is finished or killed before the caller
-    goes on, so a failed build never deletes its folder under a running child. Off Linux, or
-    with nothing to do, ``target`` runs here, at once.
-    """
-    if not items or sys.platform != "linux":
-        result = target(items)
-        yield lambda: result
-        return
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child_main, args=(target, items, send, os.getpid()), daemon=True)
-    child.start()
-    send.close()
+    def __init__(self, target: Callable[[list[Any]], Any], warm: Callable[[], None] | None) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self._conn, child_end = ctx.Pipe(duplex=True)
+        self._child = ctx.Process(target=_child_main, args=(target, warm, child_end, os.getpid()), daemon=True)
+        self._child.start()
+        child_end.close()
+        self._what: object = None
 
-    def wait() -> Any:
+    def submit(self, items: list[Any]) -> None:
+        """Hand the child its items (once): it runs ``target(items)`` as soon as it has warmed up."""
+        self._what = items[0] if items else None
+        self._conn.send(items)
+
+    def wait(self) -> Any:
+        """Join the child, re-raise its error, return what ``target`` returned when that was not None (else None)."""
         # Read before joining: a child blocked writing into a full pipe would never exit.
         try:
-            message = receive.recv()
+            message = self._conn.recv()
         except (EOFError, OSError):  # exited without a word: success with nothing to say, or killed
             message = None
-        child.join()
+        self._child.join()
         if isinstance(message, BaseException):
             raise message
-        if child.exitcode != 0:
-            raise SiteError(f"{items[0]}: a build process died (exit {child.exitcode}); the site was not changed")
+        if self._child.exitcode != 0:
+            raise SiteError(f"{self._what}: a build process died (exit {self._child.exitcode}); "
+                            "the site was not changed")
         return message
 
+    def close(self) -> None:
+        """Kill the child if it still runs (not needed, or its caller failed) and reap it."""
+        if self._child.is_alive():
+            self._child.kill()
+        self._child.join()
+        self._conn.close()
+
+
+class HereChild:
+    """What :func:`background_child` gives off Linux, or when asked for no process: ``target`` runs at submit."""
+
+    def __init__(self, target: Callable[[list[Any]], Any]) -> None:
+        self._target, self._result = target, None
+
+    def submit(self, items: list[Any]) -> None:
+        self._result = self._target(items)
+
+    def wait(self) -> Any:
+        return self._result
+
+    def close(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def background_child(target: Callable[[list[T]], Any], warm: Callable[[], None] | None = None, *,
+                     fork: bool = True) -> Iterator[BackgroundChild | HereChild]:
+    """A child forked now, which runs ``warm()`` (imports) at once, then ``target(items)`` when given its items.
+
+    A build forks it before planning, so the child imports matplotlib on another core while this process reads
+    the catalog; adding one run then draws its page there while this process writes the index (a thread would
+    wait for the interpreter lock after every call). The child dies with this process and is finished or killed
+    before the caller goes on, so a failed build never deletes its folder under a running child. Off Linux, or with
+    ``fork`` False, ``target`` runs in this process when the items are submitted.
+    """
+    child: BackgroundChild | HereChild = (BackgroundChild(target, warm) if fork and sys.platform == "linux"
+                                          else HereChild(target))
     try:
-        yield wait
+        yield child
     finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receive.close()
+        child.close()
 
 
-def _child_main(target: Callable[[list[T]], Any], items: list[T], send: Any, parent_pid: int) -> None:
-    """A background child: run ``target``, send a non-None result, exit 0; on an error, send it (bounded), exit 1."""
+def _child_main(target: Callable[[list[T]], Any], warm: Callable[[], None] | None, conn: Any,
+                parent_pid: int) -> None:
+    """A background child: warm up, take its items, run ``target``, send a non-None result, exit 0; on an error,
+    send it (bounded), exit 1. Given None instead of items, or no word at all, it exits 0."""
     worker_init(parent_pid)
+    problem: Exception | None = None
+    if warm is not None:
+        try:
+            warm()
+        except Exception as exc:  # noqa: BLE001  reported when the child is given work, not before
+            problem = exc
     try:
+        items = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)
+    if items is None:
+        os._exit(0)
+    try:
+        if problem is not None:
+            raise problem
         result = target(items)
         if result is not None:
-            send.send(result)
+            conn.send(result)
     except Exception as exc:
         try:
-            send.send(bounded_error(exc))
+            conn.send(bounded_error(exc))
         finally:
             os._exit(1)
     os._exit(0)

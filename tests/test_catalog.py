@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from factories import synthetic_run, write_synthetic
 
 from reportgen import catalog
-from reportgen.analysis.history import digest, history
+from reportgen.analysis.history import digest, groups_from_points, history, run_counts
 from reportgen.catalog import table
 from reportgen.catalog.sync import MAX_PARTS
 from reportgen.store.layout import RUN_FILE
@@ -49,6 +49,22 @@ def test_the_catalogs_history_is_the_history_of_the_bundles(tmp_path: Path) -> N
     for group in expected:
         assert cat.groups(group.key) == (group,)
     assert cat.digests() == [digest(r) for r in load_store(store)]
+
+
+def test_the_latest_points_of_a_window_make_the_same_history_as_every_point(tmp_path: Path) -> None:
+    """The index reads only each group's latest runs, yet shows the same charts and the same run counts."""
+    store = _store(tmp_path, 13)  # two groups of 6 and 7 runs, spread over 13 parts
+    cat = catalog.sync(store)
+    every = groups_from_points(cat.points(), 4)
+    wanted = set(cat.entries) - {sorted(cat.entries)[-1]}  # the newest run's points come from elsewhere (a digest)
+    points, totals = cat.latest_points(wanted, 4)
+    assert len({p.run_id for p in points}) == 8  # 4 per group, not 12
+    assert totals == {g.key: g.runs_total - (1 if sorted(cat.entries)[-1] in g.run_ids else 0) for g in every}
+    newest = [p for p in cat.points() if p.run_id == sorted(cat.entries)[-1]]
+    for key, count in run_counts(newest).items():
+        totals[key] += count
+    assert groups_from_points(points + newest, 4, totals) == every
+    assert [g.runs_total for g in every] == [7, 6] or [g.runs_total for g in every] == [6, 7]
 
 
 def test_each_write_adds_a_part_and_a_sync_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
@@ -179,3 +195,11 @@ def test_rows_keep_the_machine_scenario_and_device_for_filtering(tmp_path: Path)
     catalog.record(store, load_run(bundle), bundle)
     row = catalog.sync(store).entries[run.run_id].run
     assert (row.scenario, row.device, row.machine) == ("softmax", "cpu", digest(run).machine)
+
+
+def test_a_listing_row_is_read_in_the_field_order_of_catalogrun() -> None:
+    """read_runs builds rows positionally from LISTING_COLUMNS: a reordered field would swap values silently."""
+    from dataclasses import fields
+
+    names = [f.name for f in fields(table.CatalogRun)]
+    assert names == [*table.LISTING_COLUMNS, "digest_json"]

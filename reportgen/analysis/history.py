@@ -6,7 +6,7 @@ scenario and parameters form one history group, one series per variant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reportgen.analysis import stats
@@ -207,14 +207,24 @@ def history(digests: Sequence[RunDigest]) -> tuple[HistoryGroup, ...]:
     return groups_from_points([p for d in digests for p in group_points(d)])
 
 
-def groups_from_points(points: Sequence[GroupPoint], window: int | None = None) -> tuple[HistoryGroup, ...]:
+def groups_from_points(points: Sequence[GroupPoint], window: int | None = None,
+                       totals: Mapping[str, int] | None = None) -> tuple[HistoryGroup, ...]:
     """The history groups of these points (any order; a group's runs oldest first, ties by run id); with
-    ``window``, each group keeps only its latest ``window`` runs (``runs_total`` says how many it has)."""
+    ``window``, each group keeps only its latest ``window`` runs (``runs_total`` says how many it has: the runs
+    among ``points``, or ``totals[key]`` when the points were already cut to a window)."""
     groups: dict[str, list[GroupPoint]] = {}
     for p in sorted(points, key=lambda p: (p.created_utc, p.run_id, p.variant_index)):
         groups.setdefault(p.key, []).append(p)
-    out = [_history_group(members, window) for members in groups.values()]
+    out = [_history_group(members, window, (totals or {}).get(key)) for key, members in groups.items()]
     return tuple(sorted(out, key=lambda g: (g.title, g.key)))
+
+
+def run_counts(points: Iterable[GroupPoint]) -> dict[str, int]:
+    """Each group's number of distinct runs among ``points``."""
+    runs: dict[str, set[str]] = {}
+    for p in points:
+        runs.setdefault(p.key, set()).add(p.run_id)
+    return {key: len(ids) for key, ids in runs.items()}
 
 
 def _per_shape(d: RunDigest) -> list[RunDigest]:
@@ -224,10 +234,10 @@ def _per_shape(d: RunDigest) -> list[RunDigest]:
             for s in d.shapes]
 
 
-def _history_group(members: list[GroupPoint], window: int | None = None) -> HistoryGroup:
+def _history_group(members: list[GroupPoint], window: int | None = None, total: int | None = None) -> HistoryGroup:
     """One group from its points, oldest run first (its latest ``window`` runs only, when given)."""
     ids = list(dict.fromkeys(p.run_id for p in members))
-    total = len(ids)
+    total = len(ids) if total is None else total
     if window is not None and total > window:
         kept = set(ids[-window:])
         members = [p for p in members if p.run_id in kept]

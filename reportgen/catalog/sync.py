@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from reportgen.analysis.history import (
     group_points,
     groups_from_points,
     key_text,
+    run_counts,
 )
 from reportgen.catalog import table
 from reportgen.catalog.table import CATALOG_DIR, CatalogRun, Part, PartVanished
@@ -102,6 +103,23 @@ class Catalog:
             return [p for p in every if key is None or p.key == key]
         return found + [p for p in self.fresh_points if key is None or p.key == key]
 
+    def latest_points(self, run_ids: Collection[str], window: int) -> tuple[list[GroupPoint], dict[str, int]]:
+        """The points of ``run_ids`` in each group's latest ``window`` of them, and each group's count of them."""
+        wanted: dict[Part, list[str]] = {}
+        for i in run_ids:
+            entry = self.entries.get(i)
+            if entry is not None and entry.part is not None:
+                wanted.setdefault(entry.part, []).append(i)
+        try:
+            found, totals = table.latest_points(wanted, window)
+        except PartVanished:  # compacted since this sync: the digests hold the same points
+            found = [p for d in self.digests([i for i in run_ids if i in self.entries]) for p in group_points(d)]
+            return found, run_counts(found)
+        fresh = [p for p in self.fresh_points if p.run_id in run_ids]
+        for key, count in run_counts(fresh).items():
+            totals[key] = totals.get(key, 0) + count
+        return found + fresh, totals
+
     def _current(self, run_id: str, part: Part) -> bool:
         entry = self.entries.get(run_id)
         return entry is not None and entry.part == part
@@ -138,10 +156,12 @@ def record(store: Path, run: Run, bundle: Path) -> bool:
     return True
 
 
-def sync(store: Path) -> Catalog:
-    """The catalog of ``store`` brought up to date with its bundles (written back when it changed and can be)."""
+def sync(store: Path, dirs: list[Path] | None = None) -> Catalog:
+    """The catalog of ``store`` brought up to date with its bundles (written back when it changed and can be);
+    ``dirs``: the store's run folders, when the caller has just listed them."""
     folder = catalog_folder(store)
-    dirs = list_run_dirs(store)  # first: a store that cannot be listed is named as the store, not as its catalog
+    if dirs is None:
+        dirs = list_run_dirs(store)  # first: a store that cannot be listed is named as the store, not as its catalog
     parts, known = _read_retrying(lambda: _current_rows(folder))
     entries: dict[str, Entry] = {}
     added: list[tuple[CatalogRun, list[GroupPoint]]] = []
@@ -170,7 +190,7 @@ def sync(store: Path) -> Catalog:
 
 def _unchanged(row: CatalogRun, bundle: Path) -> bool:
     try:
-        st = os.stat(bundle / RUN_FILE)
+        st = os.stat(os.path.join(bundle, RUN_FILE))  # a string, not a Path: once per stored run per sync
     except OSError:
         return False
     return st.st_size == row.run_json_bytes and st.st_mtime_ns == row.run_json_mtime_ns

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.analysis.change_points import SeriesSteps, series_steps
-from reportgen.analysis.history import GroupPoint, HistoryGroup, RunDigest, group_points, groups_from_points
+from reportgen.analysis.history import (
+    GroupPoint,
+    HistoryGroup,
+    RunDigest,
+    group_points,
+    groups_from_points,
+    run_counts,
+)
 from reportgen.errors import BundleError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.render.jinja import render_html
@@ -69,11 +76,15 @@ def digests_of(runs: Sequence[SiteRun], plan: SitePlan) -> list[RunDigest]:
     return out
 
 
-def history_points(runs: Sequence[SiteRun], plan: SitePlan) -> list[GroupPoint]:
-    """Every history point of ``runs``: from their digests where the SiteRun has one, else from the catalog."""
+def history_points(runs: Sequence[SiteRun], plan: SitePlan, window: int) -> tuple[list[GroupPoint], dict[str, int]]:
+    """The history points of ``runs`` in each group's latest ``window`` runs (from their digests where the SiteRun
+    has one, else from the catalog, which reads no more than the window), and each group's number of runs."""
     from_catalog = {r.entry.run_id for r in runs if r.digest is None}
-    points = [p for p in plan.catalog.points() if p.run_id in from_catalog] if from_catalog and plan.catalog else []
-    return points + [p for r in runs if r.digest is not None for p in group_points(r.digest)]
+    points, totals = plan.catalog.latest_points(from_catalog, window) if from_catalog and plan.catalog else ([], {})
+    own = [p for r in runs if r.digest is not None for p in group_points(r.digest)]
+    for key, count in run_counts(own).items():
+        totals[key] = totals.get(key, 0) + count
+    return points + own, totals
 
 
 def archive_pages(count: int) -> list[ArchivePage]:
@@ -108,7 +119,8 @@ def history_charts(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site
     """The index's history groups (latest ``HISTORY_WINDOW`` runs each), with charts drawn only where they changed."""
     from reportgen.render.history_plot import history_chart
 
-    groups = groups_from_points(history_points(runs, plan), HISTORY_WINDOW)
+    points, totals = history_points(runs, plan, HISTORY_WINDOW)
+    groups = groups_from_points(points, HISTORY_WINDOW, totals)
     old = plan.old_lists.get("history")
     old_groups = old if isinstance(old, dict) else {}
     (root / HISTORY_DIR).mkdir()

@@ -109,19 +109,22 @@ def retired_runs(rows: Iterable[CatalogRun], keep: int | None) -> frozenset[str]
     return frozenset(out)
 
 
-def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None) -> SitePlan:
+def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
+           dirs: list[Path] | None = None) -> SitePlan:
     """Bring the store's catalog up to date and decide, per run, whether to render, reuse or carry its page.
 
     An unchanged run (the catalog's run.json hash and the renderer as the old manifest has them) is
     neither read nor loaded: a build lists the store and ``stat``s each run.json, which keeps adding one
     run to a large site cheap. A run to render is loaded later, once, by the process that renders its page.
+    ``dirs``: the store's run folders when the caller has just listed them (the store is listed once a build).
     """
     version = renderer_version()
-    cat = catalog.sync(store)
+    dirs = list_run_dirs(store) if dirs is None else dirs
+    cat = catalog.sync(store, dirs)
     retired = retired_runs((e.run for e in cat.entries.values()), keep_traces)
     planned: dict[str, PlannedRun] = {}
     withdrawn = frozenset(read_withdrawn(store))
-    for bundle in list_run_dirs(store):
+    for bundle in dirs:
         entry = cat.entries.get(bundle.name)
         reused = None if bundle.name in withdrawn or entry is None else _reuse(
             bundle, entry.run, out, old, version, bundle.name in retired)
@@ -151,16 +154,23 @@ def _fallback(run_id: str, out: Path, old: OldSite) -> OldEntry | None:
 
 def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str, retired: bool
            ) -> PlannedRun | None:
-    """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered."""
-    prev = old.runs.get(bundle.name)
-    if prev is None or bundle.is_symlink() or (bundle / RUN_FILE).is_symlink():
+    """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered.
+
+    Run for every stored run of every build: the manifest is compared first, then three ``lstat``s on plain
+    strings (a ``Path`` per check cost a 10,000-run build a third of a second)."""
+    name = bundle.name
+    prev = old.runs.get(name)
+    if prev is None:
         return None
-    entry = ManifestEntry(bundle.name, row.run_json_sha256, version, retired)
-    page = out / RUNS_DIR / bundle.name
-    if prev.entry != entry or not (page / RUN_PAGE).is_file():
+    entry = ManifestEntry(name, row.run_json_sha256, version, retired)
+    if prev.entry != entry:
         return None
-    return PlannedRun(bundle.name, PageOrigin.REUSED, page, bundle,
-                      SiteRun(entry, row.created_utc, PageOrigin.REUSED))
+    where = os.fspath(bundle)
+    page = os.path.join(out, RUNS_DIR, name)
+    if os.path.islink(where) or os.path.islink(os.path.join(where, RUN_FILE)) or not os.path.isfile(
+            os.path.join(page, RUN_PAGE)):
+        return None
+    return PlannedRun(name, PageOrigin.REUSED, Path(page), bundle, SiteRun(entry, row.created_utc, PageOrigin.REUSED))
 
 
 def load_latest(newest: PlannedRun, published: SiteRun, out: Path) -> Run:

@@ -69,7 +69,10 @@ def list_run_dirs(store: Path) -> list[Path]:
         return []
     if not store.is_dir():
         raise BundleError(f"{store}: is not a folder; pass --store a results folder")
-    return sorted(p for p in store.iterdir() if not p.name.startswith(".") and (p.is_dir() or p.is_symlink()))
+    with os.scandir(store) as entries:  # the directory's own entry types: no stat per run on most file systems
+        names = [e.name for e in entries
+                 if not e.name.startswith(".") and (e.is_symlink() or e.is_dir(follow_symlinks=False))]
+    return [store / name for name in sorted(names)]
 
 
 def load_store(store: Path) -> list[Run]:

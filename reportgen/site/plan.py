@@ -23,7 +23,6 @@ from reportgen.site.manifest import (
     DATA_DIR,
     RUN_PAGE,
     RUNS_DIR,
-    ManifestEntry,
     OldEntry,
     OldSite,
     PageOrigin,
@@ -162,8 +161,9 @@ def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str,
     prev = old.runs.get(name)
     if prev is None:
         return None
-    entry = ManifestEntry(name, row.run_json_sha256, version, retired)
-    if prev.entry != entry:
+    entry = prev.entry
+    if (entry.run_json_sha256, entry.renderer_version, entry.traces_retired) != (row.run_json_sha256, version,
+                                                                                 retired):
         return None
     where = os.fspath(bundle)
     page = os.path.join(out, RUNS_DIR, name)

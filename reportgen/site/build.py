@@ -105,7 +105,7 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     make_folders(out.parent)
     with fs.exclusive_lock(out), background_child(write_pages, warm_up, fork=jobs > 1) as drawer:
         fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
-        plan = gather(store, out, read_old_site(out), keep_traces, dirs)
+        plan = gather(store, out, read_old_site(out), keep_traces)  # lists the store again, under the lock
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
         try:
             os.chmod(tmp, 0o755)

@@ -115,7 +115,7 @@ def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
     An unchanged run (the catalog's run.json hash and the renderer as the old manifest has them) is
     neither read nor loaded: a build lists the store and ``stat``s each run.json, which keeps adding one
     run to a large site cheap. A run to render is loaded later, once, by the process that renders its page.
-    ``dirs``: the store's run folders when the caller has just listed them (the store is listed once a build).
+    ``dirs``: the store's run folders, listed by the caller while it holds the build lock; None: listed here.
     """
     version = renderer_version()
     dirs = list_run_dirs(store) if dirs is None else dirs

@@ -11,6 +11,7 @@ from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+from xml.etree import ElementTree
 
 import pytest
 from factories import synthetic_run, variant, write_synthetic
@@ -460,7 +461,9 @@ def test_build_over_real_cpu_profile(real_cpu_store: Path, tmp_path: Path) -> No
             assert f"| {fmt_us(b.hotspot.self_device_us)} |" in md
             summary = variant_view(v, run.peak.bandwidth_bytes_per_s).timing
             assert summary is not None and f"<td>{fmt_us(summary.median_us)}</td>" in html
-            assert (out / "runs" / run.run_id / f"timeline-{v.name}.svg").stat().st_size > 5000
+            timeline = ElementTree.parse(out / "runs" / run.run_id / f"timeline-{v.name}.svg").getroot()
+            tips = [t.text or "" for t in timeline.iter("{http://www.w3.org/2000/svg}title")]
+            assert len([t for t in tips if " µs, from " in t]) >= 3, tips  # a tooltip per named bar
 
 
 def test_fusion_evidence_shows_top_level_calls_and_nested_ops(real_cpu_store: Path, tmp_path: Path) -> None:

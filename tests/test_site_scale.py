@@ -329,13 +329,14 @@ ADD_ONE = """
 import sys
 from pathlib import Path
 from reportgen.site.build import build_site
-result = build_site(Path(sys.argv[1]), Path(sys.argv[2]), "/", jobs=2)
+result = build_site(Path(sys.argv[1]), Path(sys.argv[2]), "/", jobs=int(sys.argv[3]))
 print(result.rendered, result.reused, "matplotlib" in sys.modules)
 """
 
 
 def test_adding_a_run_draws_its_page_in_the_child_and_never_imports_matplotlib_here(tmp_path: Path) -> None:
-    """matplotlib's import is a third of adding one run: the index and its SVG history charts do without it."""
+    """matplotlib's import was a third of adding one run: the index, the history charts and a run page's bar chart
+    and timelines are SVG laid out by reportgen."""
     import subprocess
     import sys
 
@@ -344,10 +345,13 @@ def test_adding_a_run_draws_its_page_in_the_child_and_never_imports_matplotlib_h
         write_synthetic(store, _run(i))  # type: ignore[arg-type]
     site.build_site(store, out, "/", jobs=1)
     write_synthetic(store, _run(3))  # type: ignore[arg-type]
-    proc = subprocess.run([sys.executable, "-c", ADD_ONE, str(store), str(out)], capture_output=True, text=True,
-                          env={**os.environ, "SOURCE_DATE_EPOCH": "1764460800"}, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["1", "3", "False"]
-    page = out / "runs" / _run(3).run_id  # type: ignore[attr-defined]
-    assert (page / "time-per-variant.svg").is_file() and list(page.glob("timeline-*.svg"))
+    for added, jobs in ((3, 2), (4, 1)):  # jobs=1: the page is drawn in this process, which never imports it
+        if added == 4:
+            write_synthetic(store, _run(4))  # type: ignore[arg-type]
+        proc = subprocess.run([sys.executable, "-c", ADD_ONE, str(store), str(out), str(jobs)], capture_output=True,
+                              text=True, env={**os.environ, "SOURCE_DATE_EPOCH": "1764460800"}, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == ["1", str(added), "False"]
+        page = out / "runs" / _run(added).run_id  # type: ignore[attr-defined]
+        assert (page / "time-per-variant.svg").is_file() and len(list(page.glob("timeline-*.svg"))) == 3
     assert list((out / "history").glob("*.svg")) and "history/" in (out / "index.html").read_text()

@@ -16,7 +16,7 @@ from pathlib import Path
 from reportgen.analysis.change_points import SeriesSteps
 from reportgen.analysis.history import HistoryGroup, HistoryPoint
 from reportgen.render.jinja import render_html
-from reportgen.render.style import LEGEND_FONT_PT, clip_label, colour_for, nice_ticks, svg_text, text_width_px
+from reportgen.render.style import LEGEND_FONT_PT, clip_label, colour_for, nice_ticks, px, svg_text, text_width_px
 
 LOG_SPAN = 20.0
 """History charts switch to a log time axis when the medians span more than this factor."""
@@ -126,7 +126,7 @@ class _Scale:
     def __call__(self, value: float) -> float:
         v = math.log10(max(value, 10.0 ** self.low)) if self.log else value
         frac = (v - self.low) / ((self.high - self.low) or 1.0)
-        return _px(self.bottom_px - min(max(frac, -0.02), 1.02) * (self.bottom_px - self.top_px))
+        return px(self.bottom_px - min(max(frac, -0.02), 1.02) * (self.bottom_px - self.top_px))
 
 
 def history_layout(group: HistoryGroup, steps: Sequence[SeriesSteps] = ()) -> HistoryChartLayout:
@@ -140,7 +140,7 @@ def history_layout(group: HistoryGroup, steps: Sequence[SeriesSteps] = ()) -> Hi
     position = {run_id: i for i, run_id in enumerate(group.run_ids)}
 
     def x_of(i: float) -> float:
-        return _px(left + (i + 0.5) / max(n_runs, 1) * (right - left))
+        return px(left + (i + 0.5) / max(n_runs, 1) * (right - left))
 
     bottom = height - 100.0
     time_bottom = 35 + (bottom - 35 - 30) * 0.6 if with_gain else bottom
@@ -249,12 +249,6 @@ def _log_ticks(low: float, high: float, scale: _Scale) -> tuple[AxisTick, ...]:
             label = _log_tick(v) if m == 1.0 or decades <= MINOR_LABEL_DECADES else ""
             ticks.append(AxisTick(scale(v), label))
     return tuple(ticks)
-
-
-def _px(value: float) -> float | int:
-    """A coordinate to a tenth of a pixel, printed without a trailing ``.0`` (a chart of 500 runs has 4,500 of them)."""
-    tenth = round(value, 1)
-    return int(tenth) if tenth.is_integer() else tenth
 
 
 def _log_tick(value: float, _pos: object = None) -> str:

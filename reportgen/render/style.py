@@ -1,6 +1,6 @@
 """What every chart shares without matplotlib: palette, label clipping, SVG-safe text, text widths and ticks.
 
-The SVG charts (bars, history) are laid out with these alone, so a build that draws only them never imports
+The SVG charts (bars, history, timelines) are laid out with these alone, so a build that draws only them never imports
 matplotlib; :mod:`reportgen.render.drawing` adds the matplotlib style and PNG writing for the others.
 """
 
@@ -63,3 +63,9 @@ def nice_ticks(top: float, max_ticks: int = 7) -> tuple[list[float], int]:
     decimals = max(0, -exponent) + (1 if mantissa == 2.5 and exponent <= 0 else 0)
     count = int(top / step + 1e-9)
     return [i * step for i in range(count + 1)], decimals
+
+
+def px(value: float) -> float | int:
+    """A coordinate to a tenth of a pixel, printed without a trailing ``.0`` (a chart has thousands of them)."""
+    tenth = round(value, 1)
+    return int(tenth) if tenth.is_integer() else tenth

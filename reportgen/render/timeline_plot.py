@@ -1,6 +1,8 @@
 """Timeline snapshots (SVG): one iteration's bars on a track per host thread and per device stream.
 
-Drawn on one reused matplotlib figure under the fixed style; past MAX_TIMELINE_BARS bars, runs of bars
+Laid out here in pixels and drawn by ``templates/charts/timeline.svg``, like the bar and history charts: a run
+page is drawn without matplotlib (whose import and drawing were most of the cost of adding one run to a site).
+Every named bar carries a tooltip (its op, duration and start); past MAX_TIMELINE_BARS bars, runs of bars
 narrower than a pixel are merged (and the chart says so).
 """
 
@@ -11,17 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from matplotlib import transforms
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import LineCollection, PolyCollection
-from matplotlib.figure import Figure
-
 from reportgen.analysis.timeline import FOLDED_TRACK, MAX_DEPTH, TimelineLayout
 from reportgen.devices.lanes import Lane
 from reportgen.model.breakdown import COMMUNICATION_RE
-from reportgen.render.drawing import DPI, chart_style
-from reportgen.render.style import clip_label, nice_ticks, svg_text, text_width_px
+from reportgen.render.jinja import render_html
+from reportgen.render.style import clip_label, nice_ticks, px, svg_text, text_width_px
 
 LANE_COLOURS = {
     Lane.FRAMEWORK: "#4C72B0",
@@ -33,88 +29,78 @@ COMMUNICATION_COLOUR = "#C44E52"
 """Device kernels of a collective communication library (model.breakdown.COMMUNICATION_RE), apart from compute."""
 COMMUNICATION_NOTE = "communication kernels (NCCL, RCCL, MSCCL, c10d, Gloo) in red, compute in green"
 
-
-@dataclass(frozen=True)
-class Margins:
-    """Fixed margins around the axes, in inches: cheaper than ``tight_layout`` (which draws every text twice)."""
-
-    left_in: float
-    right_in: float
-    top_in: float
-    bottom_in: float
-
-
-TIMELINE_WIDTH_IN = 11.0
-TIMELINE_MARGINS = Margins(1.1, 0.45, 0.35, 0.55)  # right: half a time label past the last grid line
-TIMELINE_X_TICKS = 8
-SVG_METADATA = {"Date": None, "Creator": None}
-"""No time and no software version in the files: same input, same bytes."""
-
-
-class _TimelineFigure:
-    """The one figure a process draws every timeline on: made once, cleared of the last chart's artists.
-
-    Making a figure and its axes costs about 10 ms here, a sizeable part of a small chart;
-    reusing them keeps that out of the per-run price of a build. What a chart
-    leaves behind (bars, labels, lane bands) is removed before the next one is drawn, and
-    everything else (size, limits, texts) is set afresh, so a chart's bytes do not
-    depend on what was drawn before it (tests draw A, B, A and compare).
-    """
-
-    def __init__(self) -> None:
-        self.fig = Figure(figsize=(TIMELINE_WIDTH_IN, 3.0), dpi=DPI)
-        FigureCanvasAgg(self.fig)
-        self.ax = self.fig.add_subplot()
-        # The axes draw no ticks of their own: matplotlib's tick machinery (a Tick of two lines and two
-        # texts per position, each label measured to place the others) was about half of a chart's
-        # drawing time under cProfile. The
-        # grid, the tick labels and the row labels are drawn as plain artists by timeline_chart.
-        self.ax.xaxis.set_visible(False)
-        self.ax.yaxis.set_visible(False)
-        self.x_labels = transforms.offset_copy(self.ax.get_xaxis_transform(), fig=self.fig, y=-4, units="points")
-        self.y_labels = transforms.offset_copy(self.ax.get_yaxis_transform(), fig=self.fig, x=-4, units="points")
-        # Title and axis label as figure texts at fixed places.
-        self.title = self.fig.text(0.0, 0.0, "", fontsize=10, ha="left", va="baseline")
-        self.xlabel = self.fig.text(0.5, 0.0, "", ha="center", va="bottom")
-
-    def reset(self, height_in: float, left_in: float = TIMELINE_MARGINS.left_in,
-              bottom_in: float = TIMELINE_MARGINS.bottom_in) -> Axes:
-        """Size the figure for ``height_in`` (and these margins) and empty the axes of the previous chart."""
-        w = TIMELINE_WIDTH_IN
-        m = Margins(left_in, TIMELINE_MARGINS.right_in, TIMELINE_MARGINS.top_in, bottom_in)
-        self.fig.set_size_inches(w, height_in)
-        self.fig.subplots_adjust(left=m.left_in / w, right=1 - m.right_in / w,
-                                 top=1 - m.top_in / height_in, bottom=m.bottom_in / height_in)
-        self.title.set_position((m.left_in / w, 1 - (m.top_in - 0.12) / height_in))
-        # Under the middle of the axes; a label with notes (lines up to NOTE_LINE_CHARS) under the figure's middle.
-        wide = bottom_in > TIMELINE_MARGINS.bottom_in
-        self.xlabel.set_position((0.5 if wide else (m.left_in + (w - m.left_in - m.right_in) / 2) / w,
-                                  0.04 / height_in))
-        for artist in [*self.ax.collections, *self.ax.texts, *self.ax.patches]:
-            artist.remove()
-        return self.ax
-
-
-_TIMELINE: _TimelineFigure | None = None
-
-
-def _timeline_figure() -> _TimelineFigure:
-    global _TIMELINE
-    if _TIMELINE is None:
-        _TIMELINE = _TimelineFigure()
-    return _TIMELINE
-
-
-TIMELINE_ROW_IN = 0.32
-ROW_LABEL_PT = 8.0
+WIDTH_PX = 1100
+"""The page shows a timeline 1,100 px wide."""
+LEFT_PX, RIGHT_PX, TOP_PX, BOTTOM_PX = 110.0, 45.0, 40.0, 50.0
+"""Margins around the plot box; the left one grows to fit the row labels (up to MAX_LEFT_PX)."""
+MAX_LEFT_PX = 280.0
+ROW_PX = 32.0
+BAR_HEIGHT_PX = 25.6
+ROW_LABEL_PX = 11.0
+BAR_LABEL_PX = 9.0
+TICK_LABEL_PX = 11.0
+X_TICKS = 8
 MAX_ROW_LABEL_CHARS = 42
 """Row labels (lane · thread or stream) longer than this are shortened; the left margin grows to fit the rest."""
-MAX_LEFT_IN = 2.8
-
-
-NOTE_LINE_IN = 0.17
+NOTE_LINE_PX = 17.0
 NOTE_LINE_CHARS = 130
-"""Notes under the time axis are packed into lines of at most about this many characters (9 pt, 11 in wide)."""
+"""Notes under the time axis are packed into lines of at most about this many characters."""
+
+
+@dataclass(frozen=True)
+class SvgBar:
+    """A bar in pixels, its fill and edge, its label inside (or empty) and its tooltip (or empty)."""
+
+    x_px: float
+    y_px: float
+    width_px: float
+    fill: str
+    edge: str
+    label: str
+    label_x_px: float
+    tooltip: str
+
+
+@dataclass(frozen=True)
+class RowLabel:
+    y_px: float
+    text: str
+    colour: str
+
+
+@dataclass(frozen=True)
+class TimeTick:
+    x_px: float
+    label: str
+
+
+@dataclass(frozen=True)
+class TimelineChart:
+    """Everything ``templates/charts/timeline.svg`` draws, in pixels."""
+
+    title: str
+    width_px: int
+    height_px: int
+    left_px: float
+    right_px: float
+    top_px: float
+    bottom_px: float
+    bands: tuple[tuple[float, float], ...]
+    """(top, height) of every other lane's shaded band."""
+    separators: tuple[float, ...]
+    """Heights of the dotted lines between two tracks of one lane."""
+    ticks: tuple[TimeTick, ...]
+    rows: tuple[RowLabel, ...]
+    bars: tuple[SvgBar, ...]
+    x_label: tuple[str, ...]
+    """The time axis's label, then the notes, one line each."""
+    x_label_x_px: float
+    empty: bool
+    bar_height_px: float = BAR_HEIGHT_PX
+    row_label_px: float = ROW_LABEL_PX
+    bar_label_px: float = BAR_LABEL_PX
+    tick_label_px: float = TICK_LABEL_PX
+    note_line_px: float = NOTE_LINE_PX
 
 
 def _note_lines(notes: Sequence[str]) -> list[str]:
@@ -128,66 +114,84 @@ def _note_lines(notes: Sequence[str]) -> list[str]:
     return lines
 
 
-def _left_margin_in(labels: Sequence[str]) -> float:
-    """Room for the longest row label (estimated as the bar chart does), at least the default margin."""
-    widest = max((text_width_px(label, ROW_LABEL_PT) for label in labels), default=0.0) / 72  # pt -> in
-    return min(max(TIMELINE_MARGINS.left_in, widest + 0.2), MAX_LEFT_IN)
+def _left_margin_px(labels: Sequence[str]) -> float:
+    """Room for the longest row label, at least the default margin."""
+    widest = max((text_width_px(label, ROW_LABEL_PX) for label in labels), default=0.0)
+    return min(max(LEFT_PX, widest + 20.0), MAX_LEFT_PX)
 
 
-def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
-    """SVG of one iteration: a track per host thread and per device stream, each labelled, nested calls (and
-    overlapping events of one stream) one row lower, names inside bars where they fit.
-
-    SVG (text kept as text): sharp at any zoom, a few kB, and no rasterising or PNG encoding.
-    """
+def timeline_drawing(layout: TimelineLayout, title: str) -> TimelineChart:
+    """One iteration in pixels: a track per host thread and per device stream, each labelled, nested calls (and
+    overlapping events of one stream) one row lower, names inside bars where they fit."""
     rows = list(layout.rows)
     n_rows = max(len(rows), 1)
     labels = _row_labels(layout)
-    row_of = {key: i for i, key in enumerate(rows)}
-    drawn, notes = _bars_and_notes(layout, row_of, MAX_TIMELINE_BARS)
-    xlabel = "\n".join([f"time since the start of {layout.step_name or 'the trace'} (µs)", *_note_lines(notes)])
-    extra_in = NOTE_LINE_IN * xlabel.count("\n")
-    with chart_style():
-        tf = _timeline_figure()
-        ax = tf.reset(1.0 + TIMELINE_ROW_IN * n_rows + 0.6 + extra_in, _left_margin_in(labels),
-                      TIMELINE_MARGINS.bottom_in + extra_in)
-        _lane_bands(ax, layout)
-        _draw_bars(ax, drawn, layout.window_us)
-        ax.set_ylim(n_rows - 0.5, -0.5)
-        ax.set_xlim(0, layout.window_us)
-        _time_axis(tf, layout.window_us)
-        for y, label in enumerate(labels):
-            ax.text(0, y, svg_text(label), transform=tf.y_labels, ha="right", va="center", fontsize=ROW_LABEL_PT,
-                    color="#222222" if not label.startswith("↳") else "#777777")
-        tf.xlabel.set_text(svg_text(xlabel))
-        tf.title.set_text(svg_text(title))
-        if not layout.bars:
-            ax.text(0.5, 0.5, "no events in this window", transform=ax.transAxes, ha="center", va="center")
-        tf.fig.savefig(path, format="svg", metadata=SVG_METADATA)  # missing glyphs: see chart_style
+    drawn, notes = _bars_and_notes(layout, {key: i for i, key in enumerate(rows)}, MAX_TIMELINE_BARS)
+    lines = (f"time since the start of {layout.step_name or 'the trace'} (µs)", *_note_lines(notes))
+    left = _left_margin_px(labels)
+    right = WIDTH_PX - RIGHT_PX
+    bottom = TOP_PX + ROW_PX * n_rows
+    height = bottom + BOTTOM_PX + NOTE_LINE_PX * (len(lines) - 1)
+    window = layout.window_us if layout.window_us > 0 else 1.0
+    scale = (right - left) / window
+    ticks, decimals = nice_ticks(layout.window_us, X_TICKS)
+    return TimelineChart(
+        svg_text(title), WIDTH_PX, math.ceil(height), left, right, TOP_PX, bottom,
+        _lane_bands(layout), _separators(layout),
+        tuple(TimeTick(px(left + t * scale), f"{t:,.{decimals}f}") for t in ticks),
+        tuple(RowLabel(px(TOP_PX + ROW_PX * (y + 0.5)), svg_text(label),
+                       "#777777" if label.startswith("↳") else "#222222") for y, label in enumerate(labels)),
+        _svg_bars(drawn, layout.window_us, left, scale),
+        tuple(svg_text(line) for line in lines),
+        WIDTH_PX / 2 if len(lines) > 1 else (left + right) / 2,
+        not layout.bars)
 
 
-def _draw_bars(ax: Axes, drawn: Sequence[DrawnBar], window_us: float) -> None:
-    """The bars as one collection, each op's name inside its bar where it fits (one label at a time per row)."""
+def timeline_chart(layout: TimelineLayout, path: Path, title: str) -> None:
+    """Write the timeline of ``layout`` as SVG through ``templates/charts/timeline.svg`` (every text escaped)."""
+    chart = timeline_drawing(layout, title)
+    path.write_text(render_html("charts/timeline.svg", chart=chart), encoding="utf-8")
+
+
+def _svg_bars(drawn: Sequence[DrawnBar], window_us: float, left: float, scale: float) -> tuple[SvgBar, ...]:
+    """The bars in pixels, each op's name inside its bar where it fits (one label at a time per row)."""
     label_end: dict[int, float] = {}
-    boxes, colours, edges = [], [], []
-    pixel_us = window_us / TIMELINE_PLOT_PX
+    out = []
     for bar, (x0, x1) in zip(drawn, drawn_extents(drawn, window_us * 0.0015), strict=True):
-        y = bar.row
-        boxes.append([(x0, y - 0.4), (x0, y + 0.4), (x1, y + 0.4), (x1, y - 0.4)])
-        colours.append(bar_colour(bar))
+        width = (x1 - x0) * scale
+        label = ""
+        if bar.name is not None and bar.start_us >= label_end.get(bar.row, -1.0):
+            label = _bar_label(bar.name, bar.duration_us * scale)
+            if label:
+                label_end[bar.row] = bar.start_us + bar.duration_us
+        colour = bar_colour(bar)
+        tooltip = "" if bar.name is None else svg_text(
+            f"{bar.name}: {bar.duration_us:,.3f} µs, from {bar.start_us:,.3f} µs")
         # A white edge separates neighbours, but would wash a bar of a pixel or two out to a pale line.
-        edges.append("white" if x1 - x0 >= 3 * pixel_us else bar_colour(bar))
-        if bar.name is not None and bar.start_us >= label_end.get(y, -1.0):
-            if _label_bar(ax, bar.name, bar.start_us, bar.duration_us, y, window_us, TIMELINE_WIDTH_IN):
-                label_end[y] = bar.start_us + bar.duration_us
-    # One collection for all bars: one artist to draw instead of one per bar.
-    ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors=edges, linewidths=0.4), autolim=False)
+        out.append(SvgBar(px(left + x0 * scale), px(TOP_PX + ROW_PX * bar.row + (ROW_PX - BAR_HEIGHT_PX) / 2),
+                          max(px(width), 0.1), colour, "#ffffff" if width >= 3 else colour, label,
+                          px(left + (bar.start_us + bar.duration_us / 2) * scale), tooltip))
+    return tuple(out)
+
+
+def _bar_label(name: str, width_px: float) -> str:
+    """The op name to write inside a bar ``width_px`` wide: whole, else its last ``::`` part, else shortened;
+    empty when not even three characters fit."""
+    max_chars = int(width_px / (BAR_LABEL_PX * 0.62)) - 1
+    if max_chars < 3:
+        return ""
+    short = name.rsplit("::", 1)[-1] or name
+    if len(name) <= max_chars:
+        return svg_text(name)
+    if len(short) <= max_chars:
+        return svg_text(short)
+    return svg_text(short[: max_chars - 1] + "…") if max_chars >= 5 else ""
 
 
 MAX_TIMELINE_BARS = 2000
 """A timeline with more bars than this merges runs of bars narrower than a pixel (and says so on the chart):
 a million-event trace would otherwise draw a million rectangles (a 62 MB SVG)."""
-TIMELINE_PLOT_PX = TIMELINE_WIDTH_IN * DPI * 0.8
+TIMELINE_PLOT_PX = WIDTH_PX - LEFT_PX - RIGHT_PX
 """About how many pixels wide the timeline's plot area is."""
 
 
@@ -277,32 +281,28 @@ def drawn_extents(drawn: Sequence[DrawnBar], min_width_us: float) -> list[tuple[
     return [(b.start_us, e) for b, e in zip(drawn, ends, strict=True)]
 
 
-def _time_axis(tf: _TimelineFigure, window_us: float) -> None:
-    """Vertical grid lines at round times, and their labels under the axes."""
-    ticks, decimals = nice_ticks(window_us, TIMELINE_X_TICKS)
-    tf.ax.add_collection(LineCollection([[(t, 0.0), (t, 1.0)] for t in ticks], colors="#e5e5e5", linewidths=0.6,
-                                        transform=tf.ax.get_xaxis_transform(), zorder=0.5), autolim=False)
-    for t in ticks:
-        tf.ax.text(t, 0, f"{t:,.{decimals}f}", transform=tf.x_labels, ha="center", va="top")
-
-
-def _lane_bands(ax: Axes, layout: TimelineLayout) -> None:
-    """Shade every other lane so its rows read as one lane; a faint line between two tracks of one lane."""
-    first = 0
-    lines = []
+def _lane_bands(layout: TimelineLayout) -> tuple[tuple[float, float], ...]:
+    """Every other lane shaded, so its rows read as one lane: (top, height) in pixels."""
+    bands, first = [], 0
     for i, lane in enumerate(layout.lanes):
-        tracks = [t for t in layout.tracks if t.lane is lane]
-        rows = sum(t.depth for t in tracks)
+        rows = sum(t.depth for t in layout.tracks if t.lane is lane)
         if i % 2:
-            ax.axhspan(first - 0.5, first + rows - 0.5, color="#f3f4f6", zorder=0)
+            bands.append((TOP_PX + ROW_PX * first, ROW_PX * rows))
+        first += rows
+    return tuple(bands)
+
+
+def _separators(layout: TimelineLayout) -> tuple[float, ...]:
+    """A faint line between two tracks of one lane, at its height in pixels."""
+    lines, first = [], 0
+    for lane in layout.lanes:
+        tracks = [t for t in layout.tracks if t.lane is lane]
         y = first
         for t in tracks[:-1]:
             y += t.depth
-            lines.append([(0.0, y - 0.5), (1.0, y - 0.5)])
-        first += rows
-    if lines:
-        ax.add_collection(LineCollection(lines, colors="#c8c8c8", linewidths=0.5, linestyles="dotted",
-                                         transform=ax.get_yaxis_transform(), zorder=0.6), autolim=False)
+            lines.append(TOP_PX + ROW_PX * y)
+        first += sum(t.depth for t in tracks)
+    return tuple(lines)
 
 
 def _row_labels(layout: TimelineLayout) -> list[str]:
@@ -310,24 +310,3 @@ def _row_labels(layout: TimelineLayout) -> list[str]:
     return [clip_label(t.title, MAX_ROW_LABEL_CHARS) if d == 0
             else (f"↳ overlap {d}" if t.lane is Lane.DEVICE else f"↳ depth {d}")
             for t in layout.tracks for d in range(t.depth)]
-
-
-def _label_bar(ax: Axes, name: str, start_us: float, duration_us: float, y: int, window_us: float,
-               width_in: float) -> bool:
-    """Write the op name inside its bar when it fits (else its last ``::`` part, else shortened); True if written."""
-    plot_width_px = width_in * DPI * 0.8
-    max_chars = int(duration_us / window_us * plot_width_px / 5.0) - 1
-    if max_chars < 3:
-        return False
-    short = name.rsplit("::", 1)[-1] or name
-    if len(name) <= max_chars:
-        text = name
-    elif len(short) <= max_chars:
-        text = short
-    elif max_chars >= 5:
-        text = short[: max_chars - 1] + "…"
-    else:
-        return False
-    ax.text(start_us + duration_us / 2, y, svg_text(text), ha="center", va="center", fontsize=6.5, color="white",
-            clip_on=True)
-    return True

@@ -98,9 +98,21 @@ def render_run_pages(tasks: list[RunPageTask], jobs: int) -> list[RenderedPage |
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def warm_up() -> None:
-    """Import what drawing a run page needs (matplotlib, for timelines and the sweep and memory charts)."""
-    from reportgen.render import memory_plot, sweep_plots, timeline_plot  # noqa: F401
+RUN_PAGE_TEMPLATES = ("run.html", "charts/bars.svg", "charts/timeline.svg")
+
+
+def warm_up(matplotlib: bool = False) -> None:
+    """Load what drawing a run page needs before the pages are known: its templates compiled, and with
+    ``matplotlib`` (before forking many workers) the sweep and memory charts' matplotlib, which most pages
+    (bars and timelines are SVG templates) never import."""
+    from reportgen.render import bars, timeline_plot  # noqa: F401
+    from reportgen.render.jinja import html_env, md_env
+
+    for name in RUN_PAGE_TEMPLATES:
+        html_env().get_template(name)
+    md_env().get_template("run.md")
+    if matplotlib:
+        from reportgen.render import memory_plot, sweep_plots  # noqa: F401
 
 
 def render_task(task: RunPageTask, write: bool = True) -> RenderedPage | FailedPage:
@@ -182,8 +194,6 @@ class RunImages:
 def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) -> RunImages:
     """Draw the bar chart and one timeline snapshot per variant that has a trace."""
     from reportgen.render.bars import bar_chart
-    from reportgen.render.memory_plot import memory_timeline_chart
-    from reportgen.render.sweep_plots import memory_chart, roofline_chart, scaling_chart
     from reportgen.render.timeline_plot import timeline_chart
 
     if retired:  # a compact page: its figures as tables only
@@ -205,6 +215,8 @@ def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) 
         timelines[v.name] = name
     scaling = roofline = sweep_memory = None
     if view.sweep is not None and any(c.timing for r in view.sweep.rows for c in r.cells):
+        from reportgen.render.sweep_plots import memory_chart, roofline_chart, scaling_chart  # matplotlib
+
         scaling, roofline = "sweep-scaling.png", "sweep-roofline.png"
         name = view.run.scenario.name
         scaling_chart(view.sweep, dest / scaling, f"{name}: achieved bandwidth across shapes")
@@ -215,6 +227,8 @@ def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) 
     memory: dict[str, str] = {}
     for i, v in enumerate(view.variants):
         if v.memory is not None and v.memory.timeline:
+            from reportgen.render.memory_plot import memory_timeline_chart  # matplotlib
+
             memory[v.name] = f"memory-{safe_component(v.name, 60)}.png"
             memory_timeline_chart(v.memory, dest / memory[v.name], f"{v.name}: live memory over one call", i)
     return RunImages(bars, timelines, notes, scaling, roofline, memory, sweep_memory)

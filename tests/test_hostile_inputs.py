@@ -440,7 +440,7 @@ def test_bad_input_is_one_line_and_changes_nothing(name: str, ctx: Ctx, monkeypa
         # and left out, the store's good runs are built, and the store is not touched.
         assert (code, err) == (0, "reportgen: warning: " + ctx.fmt(case.message) + f" (run {RUN_B} left out of "
                                   "this build)\n")
-        assert out == f"built {ctx.site}: 4 page(s) written, 1 run(s) (0 rendered, 1 unchanged, 0 kept from earlier " \
+        assert out == f"built {ctx.site}: 3 page(s) written, 1 run(s) (0 rendered, 1 unchanged, 0 kept from earlier " \
             "builds); 1 unreadable run(s) left out\n"
         assert RUN_B in (ctx.site / "index.html").read_text()
         assert {k: v for k, v in snapshot(ctx.store).items() if k.startswith(str(ctx.store))} == \

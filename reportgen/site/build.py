@@ -25,6 +25,7 @@ from reportgen.site.lists import (
     digests_of,
     history_charts,
     write_archive,
+    write_help,
 )
 from reportgen.site.manifest import (
     RUNS_DIR,
@@ -222,7 +223,8 @@ def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list
                "latest_compact": bool(runs) and runs[-1].entry.traces_retired,
                "compact_ids": {r.entry.run_id for r in runs[-INDEX_RUNS:] if r.entry.traces_retired},
                "charts": history.charts, "steps": history.steps, "base_url": base_url, "skipped": failed}
-    pages += sum(r.pages for r in rendered) + write_index(context, latest, root)
+    help_sig, help_pages = write_help(plan, root, old_site)
+    pages += sum(r.pages for r in rendered) + write_index(context, latest, root) + help_pages
     write_static(root)
-    write_manifest(every, root, base_url, {"archive": archive_sigs, "history": history.kept})
+    write_manifest(every, root, base_url, {"archive": archive_sigs, "history": history.kept, "help": help_sig})
     return pages

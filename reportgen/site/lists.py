@@ -28,7 +28,7 @@ from reportgen.analysis.history import (
 )
 from reportgen.errors import BundleError
 from reportgen.model.codec import from_jsonable, to_jsonable
-from reportgen.render.jinja import render_html
+from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html
 from reportgen.site.manifest import SiteRun
 from reportgen.site.plan import SitePlan
 from reportgen.store.layout import slug
@@ -113,6 +113,23 @@ def write_archive(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site:
         target.write_text(html, encoding="utf-8")
         written += 1
     return pages, sigs, written
+
+
+HELP_DOC = "reading-a-report.md"
+"""The help page's source (templates/), published as help/index.html."""
+
+
+def write_help(plan: SitePlan, root: Path, old_site: Path) -> tuple[str, int]:
+    """help/index.html from HELP_DOC, linked from the old site when the renderer is unchanged (converting the
+    Markdown costs about 0.3 s in a fresh process); its signature, for the manifest, and the pages written."""
+    sig = _signature(plan.renderer_version, HELP_DOC)
+    (root / "help").mkdir()
+    target = root / "help" / "index.html"
+    if plan.old_lists.get("help") == sig and _link(old_site / "help" / "index.html", target):
+        return sig, 0
+    body = markdown_to_html((TEMPLATES_DIR / HELP_DOC).read_text(encoding="utf-8"))
+    target.write_text(render_html("help.html", body=body, root="../"), encoding="utf-8")
+    return sig, 1
 
 
 def history_charts(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site: Path) -> HistoryCharts:

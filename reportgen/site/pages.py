@@ -25,7 +25,7 @@ from reportgen.analysis.timeline import (
 )
 from reportgen.errors import BundleError, TraceError, UsageError
 from reportgen.model.run import Run
-from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html, render_md
+from reportgen.render.jinja import TEMPLATES_DIR, render_html, render_md
 from reportgen.site.manifest import DATA_DIR, ManifestEntry, PageOrigin, SiteRun
 from reportgen.site.workers import render_workers, worker_init
 from reportgen.store.files import read_regular
@@ -36,7 +36,6 @@ from reportgen.store.withdrawn import read_withdrawn
 
 PAGES_PER_RUN = 2
 """A full run folder holds two pages: index.html and report.md (a compact one only index.html)."""
-HELP_DOC = "reading-a-report.md"
 """The help page's Markdown, shipped with the templates (docs/reading-a-report.md in the repository)."""
 STATIC_FILES = ("style.css", "favicon.svg")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -323,7 +322,7 @@ def _trace_suffix(source: Path) -> str:
 
 
 def write_index(context: dict[str, Any], latest_run: Run | None, root: Path) -> int:
-    """index.html and index.md (``context``: what the index shows), the latest/ redirect and the help page."""
+    """index.html and index.md (``context``: what the index shows) and the latest/ redirect."""
     latest = run_view(latest_run) if latest_run else None
     context = {**context, "latest": latest, "built_at": built_at(), "version": __version__, "root": ""}
     (root / "index.html").write_text(render_html("index.html", **context), encoding="utf-8")
@@ -331,10 +330,7 @@ def write_index(context: dict[str, Any], latest_run: Run | None, root: Path) -> 
     (root / "latest").mkdir()
     (root / "latest" / "index.html").write_text(render_html("latest.html", latest=latest, root="../"),
                                                 encoding="utf-8")
-    help_html = markdown_to_html((TEMPLATES_DIR / HELP_DOC).read_text(encoding="utf-8"))
-    (root / "help").mkdir()
-    (root / "help" / "index.html").write_text(render_html("help.html", body=help_html, root="../"), encoding="utf-8")
-    return 4
+    return 3
 
 
 def built_at() -> str:

@@ -14,6 +14,7 @@ NEURON_CAPTURES_DIR = ROOT / "tests" / "data" / "neuron"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".cache" / "inductor"))
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("REPORTGEN_CACHE_DIR", str(ROOT / ".cache" / "reportgen"))
 
 import subprocess  # noqa: E402
 

@@ -10,6 +10,7 @@ the same formatters (``formatting.FILTERS``), registered here and nowhere else.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -65,10 +66,57 @@ def _md_safe(func: Any) -> Any:
     return lambda *args, **kwargs: MdSafe(func(*args, **kwargs))
 
 
+class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """Jinja's file cache of compiled templates (keyed by template name and source checksum, so an edited
+    template is compiled again); a cache that cannot be read or written is no cache, never an error."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, ValueError, EOFError):
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def cache_dir() -> Path | None:
+    """reportgen's cache folder: $REPORTGEN_CACHE_DIR, else $XDG_CACHE_HOME/reportgen, else ~/.cache/reportgen;
+    None when it cannot be made or is not this user's own (a shared folder could feed us compiled code)."""
+    explicit = os.environ.get("REPORTGEN_CACHE_DIR")
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    try:
+        folder = Path(explicit) if explicit else (Path(xdg) if xdg else Path.home() / ".cache") / "reportgen"
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = folder.stat()
+    except (OSError, RuntimeError):  # RuntimeError: no home directory
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    return folder
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between builds: compiling the index's templates was about 0.1 s of adding a run."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    templates = folder / "templates"
+    try:
+        templates.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return _QuietBytecodeCache(str(templates), f"jinja{jinja2.__version__}-%s.cache")
+
+
 def new_environment(*, autoescape: bool, finalize: Any = None) -> jinja2.Environment:
     """A Jinja environment over templates/ with the project's options (undefined names are errors)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        bytecode_cache=_bytecode_cache(),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
         finalize=finalize,

@@ -79,9 +79,22 @@ def _pa() -> Any:
 
 
 def _pc() -> Any:
-    import pyarrow.compute as pc
+    """Arrow's compute kernels without ``pyarrow.compute``, whose import wraps every kernel in a Python function
+    (about 0.1 s of adding one run to a site, with ``pyarrow.dataset``, which a filtered read_table imports)."""
+    import pyarrow._compute as pc
 
     return pc
+
+
+def _is_in(column: Any, values: Collection[str]) -> Any:
+    """A boolean mask: which of ``column``'s strings are in ``values``."""
+    pa, pc = _pa(), _pc()
+    return pc.call_function("is_in", [column], pc.SetLookupOptions(pa.array(sorted(values), pa.string())))
+
+
+def _where(table: Any, mask: Any) -> Any:
+    """The rows of ``table`` where ``mask`` is true."""
+    return _pc().call_function("filter", [table, mask])
 
 
 def _pq() -> Any:
@@ -177,17 +190,19 @@ def read_runs(parts: Sequence[Part]) -> list[tuple[Part, CatalogRun]]:
 
 def read_digests(part: Part, run_ids: Sequence[str]) -> dict[str, str]:
     """The digest JSON of ``run_ids`` in one part."""
-    rows = _read(part.runs_file, ("run_id", "digest_json"), [("run_id", "in", list(run_ids))]).to_pylist()
+    t = _read(part.runs_file, ("run_id", "digest_json"))
+    rows = _where(t, _is_in(t["run_id"], run_ids)).to_pylist()
     return {r["run_id"]: r["digest_json"] for r in rows}
 
 
 def read_points(parts: Sequence[Part], key: str | None = None) -> list[tuple[Part, GroupPoint]]:
     """The point rows of ``parts`` (only group ``key``'s, when given) with the part each came from."""
-    filters = [("key", "=", key)] if key is not None else None
     out = []
     for part in parts:
-        for row in _read(part.points_file, None, filters).to_pylist():
-            out.append((part, _point(row)))
+        t = _read(part.points_file, None)
+        if key is not None:
+            t = _where(t, _is_in(t["key"], (key,)))
+        out += [(part, _point(row)) for row in t.to_pylist()]
     return out
 
 
@@ -196,21 +211,21 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
     group's number of wanted runs. The rows are filtered and counted in Arrow; Python objects are made only for
     the points kept, so a history of a 10,000-run store costs about what one of 500 runs does."""
-    pa, pc = _pa(), _pc()
     tables = []
     for part, ids in wanted.items():
         t = _read(part.points_file, None)
-        tables.append(t.filter(pc.is_in(t["run_id"], value_set=pa.array(sorted(ids), pa.string()))))
+        tables.append(_where(t, _is_in(t["run_id"], ids)))
     if not tables:
         return [], {}
-    t = pa.concat_tables(tables)
-    by_key: dict[str, list[tuple[str, str]]] = {}
-    for r in t.group_by(["key", "created_utc", "run_id"]).aggregate([]).to_pylist():
-        by_key.setdefault(r["key"], []).append((r["created_utc"], r["run_id"]))
+    t = _pa().concat_tables(tables)
+    c = t.select(["key", "created_utc", "run_id"]).to_pydict()
+    by_key: dict[str, set[tuple[str, str]]] = {}
+    for key, created, run_id in zip(c["key"], c["created_utc"], c["run_id"], strict=True):
+        by_key.setdefault(key, set()).add((created, run_id))
     keep: set[tuple[str, str]] = set()
     for key, runs in by_key.items():
         keep.update((key, run_id) for _, run_id in sorted(runs)[-window:])
-    t = t.filter(pc.is_in(t["run_id"], value_set=pa.array(sorted({r for _, r in keep}), pa.string())))
+    t = _where(t, _is_in(t["run_id"], {r for _, r in keep}))
     points = [p for p in map(_point, t.to_pylist()) if (p.key, p.run_id) in keep]
     return points, {key: len(runs) for key, runs in by_key.items()}
 
@@ -222,9 +237,10 @@ def _point(row: dict[str, Any]) -> GroupPoint:
                       row["ci_low_us"], row["ci_high_us"], row["speedup"])
 
 
-def _read(path: Path, columns: Sequence[str] | None, filters: Any = None) -> Any:
+def _read(path: Path, columns: Sequence[str] | None) -> Any:
+    """One Parquet file as a table (ParquetFile: read_table would import pyarrow.dataset)."""
     try:
-        return _pq().read_table(path, columns=list(columns) if columns else None, filters=filters)
+        return _pq().ParquetFile(path).read(columns=list(columns) if columns else None)
     except FileNotFoundError:
         raise PartVanished(str(path)) from None
 

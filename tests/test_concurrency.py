@@ -178,6 +178,23 @@ def test_build_while_runs_are_imported(world: tuple[Path, Path], tmp_path: Path,
     assert len(load_store(store)) == 4
 
 
+def test_a_build_that_waited_for_the_lock_plans_from_the_site_the_other_build_left(
+        world: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest is read before the lock (to refuse a folder that is not a site) and again under it when it
+    changed: a build that read it, then waited while another build added a run, reuses that run's page."""
+    store, site = world
+    assert _finish(_start("build", "--runs", str(store), "--out", str(site)))[0] == 0
+    waiting = _start_paused("reportgen.site.fs:exclusive_lock", "build", "--runs", str(store), "--out", str(site))
+    run_c = "20261202T000000Z-cpu-test-ccc333"
+    write_synthetic(store, synthetic_run(run_id=run_c, created_utc="2026-12-02T00:00:00Z"))
+    code, out, err = _finish(_start("build", "--runs", str(store), "--out", str(site)))
+    assert (code, err) == (0, "") and "(1 rendered, 2 unchanged" in out, out
+    code, out, err = _resume(waiting)
+    assert (code, err) == (0, "") and "(0 rendered, 3 unchanged" in out, out  # a stale manifest: C rendered again
+    assert set(assert_site_is_a_fresh_build_of_its_runs(site, store, tmp_path / "scratch", monkeypatch)) == {
+        RUN_A, RUN_B, run_c}
+
+
 def test_two_imports_at_once_store_two_runs(world: tuple[Path, Path], tmp_path: Path) -> None:
     store, _site = world
     trace = write_trace(tmp_path / "t.json", chrome_trace())

@@ -31,6 +31,7 @@ from reportgen.site.manifest import (
     RUNS_DIR,
     PageOrigin,
     SiteRun,
+    manifest_stamp,
     read_old_site,
     write_manifest,
 )
@@ -102,11 +103,14 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                         "(the site was not changed)")
     check_is_store(store, dirs)  # a run bundle or an unrelated folder as --runs: one line, not a warning per folder
     fs.check_build_target(out, store, SITE_MARKERS)
-    read_old_site(out)  # refuse a folder that is not a site before the lock file is made
+    stamp = manifest_stamp(out)
+    old = read_old_site(out)  # refuse a folder that is not a site before the lock file is made
     make_folders(out.parent)
     with fs.exclusive_lock(out), background_child(write_pages, warm_up, fork=jobs > 1) as drawer:
         fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
-        plan = gather(store, out, read_old_site(out), keep_traces)  # lists the store again, under the lock
+        if stamp is None or manifest_stamp(out) != stamp:  # another build swapped the site in meanwhile
+            old = read_old_site(out)
+        plan = gather(store, out, old, keep_traces)  # lists the store again, under the lock
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
         try:
             os.chmod(tmp, 0o755)

@@ -13,6 +13,7 @@ recognises a site by them.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -100,6 +101,16 @@ class OldSite:
 def read_manifest(out: Path) -> dict[str, OldEntry]:
     """The old site's published runs by id; {} for no site or an empty folder; refuse anything else."""
     return read_old_site(out).runs
+
+
+def manifest_stamp(out: Path) -> tuple[int, int, int, int] | None:
+    """What changes when the site's manifest does (device, inode, size, mtime): a build reads the manifest
+    before taking the lock and again under it only if this changed. None: no manifest."""
+    try:
+        st = os.lstat(out / MANIFEST_FILE)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def read_old_site(out: Path) -> OldSite:

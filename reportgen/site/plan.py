@@ -43,10 +43,9 @@ class PlannedRun:
 
     run_id: str
     origin: PageOrigin
-    page_source: Path
-    """The bundle (to render), or the old site's run folder (to reuse or carry)."""
     bundle: Path | None
-    """The run's bundle in the store; None for a run carried over from an older build."""
+    """The run's bundle in the store (a page to render is drawn from it); None for a run carried over from an
+    older build."""
     known: SiteRun | None = None
     """Entry and digest of a reused or carried page; None for a page rendered now (known once rendered)."""
     fallback: OldEntry | None = None
@@ -128,11 +127,11 @@ def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
         reused = None if bundle.name in withdrawn or entry is None else _reuse(
             bundle, entry.run, out, old, version, bundle.name in retired)
         planned[bundle.name] = reused or PlannedRun(
-            bundle.name, PageOrigin.RENDERED, bundle, bundle, fallback=_fallback(bundle.name, out, old))
+            bundle.name, PageOrigin.RENDERED, bundle, fallback=_fallback(bundle.name, out, old))
     for run_id, prev in sorted(old.runs.items()):
         if run_id not in planned:
             d = prev.digest or digest(load_carried(out, run_id))
-            planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, out / RUNS_DIR / run_id, None,
+            planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, None,
                                          SiteRun(prev.entry, d.created_utc, PageOrigin.CARRIED, d))
     return SitePlan(tuple(planned.values()), version, withdrawn, cat, old.lists, retired, keep_traces)
 
@@ -166,11 +165,11 @@ def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str,
                                                                                  retired):
         return None
     where = os.fspath(bundle)
-    page = os.path.join(out, RUNS_DIR, name)
+    page = os.path.join(os.fspath(out), RUNS_DIR, name)
     if os.path.islink(where) or os.path.islink(os.path.join(where, RUN_FILE)) or not os.path.isfile(
             os.path.join(page, RUN_PAGE)):
         return None
-    return PlannedRun(name, PageOrigin.REUSED, Path(page), bundle, SiteRun(entry, row.created_utc, PageOrigin.REUSED))
+    return PlannedRun(name, PageOrigin.REUSED, bundle, SiteRun(entry, row.created_utc, PageOrigin.REUSED))
 
 
 def load_latest(newest: PlannedRun, published: SiteRun, out: Path) -> Run:

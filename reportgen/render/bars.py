@@ -12,7 +12,7 @@ from pathlib import Path
 
 from reportgen.analysis.variant_view import VariantView
 from reportgen.render.jinja import render_html
-from reportgen.render.style import clip_label, colour_for, nice_ticks, svg_text, text_width_px
+from reportgen.render.style import XTick, clip_label, colour_for, nice_ticks, svg_text, text_width_px
 
 BAR_WIDTH_PX = 750
 BAR_FONT_PX = 12.0
@@ -34,12 +34,6 @@ class SvgBar:
 
 
 @dataclass(frozen=True)
-class SvgTick:
-    x_px: float
-    label: str
-
-
-@dataclass(frozen=True)
 class BarChartLayout:
     """Everything ``templates/charts/bars.svg`` draws: plot box, axis ticks and bars, in pixels."""
 
@@ -51,7 +45,7 @@ class BarChartLayout:
     plot_right_px: float
     plot_top_px: float
     plot_bottom_px: float
-    ticks: tuple[SvgTick, ...]
+    ticks: tuple[XTick, ...]
     bars: tuple[SvgBar, ...]
 
 
@@ -86,12 +80,13 @@ def bar_layout(variants: Sequence[VariantView], title: str) -> BarChartLayout:
         caption="median time per call (µs); error bars: 95 % bootstrap CI of the median",
         width_px=BAR_WIDTH_PX, height_px=height_px, plot_left_px=_px(left), plot_right_px=_px(right),
         plot_top_px=top_px, plot_bottom_px=_px(bottom),
-        ticks=tuple(SvgTick(_px(left + t * scale), f"{t:,.{decimals}f}") for t in ticks),
+        ticks=tuple(XTick(_px(left + t * scale), f"{t:,.{decimals}f}") for t in ticks),
         bars=tuple(bars),
     )
 
 
 def _px(value: float) -> float:
+    """A coordinate to a hundredth of a pixel (a bar chart has a few dozen)."""
     return round(value, 2)
 
 

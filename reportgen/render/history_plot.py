@@ -16,7 +16,7 @@ from pathlib import Path
 from reportgen.analysis.change_points import SeriesSteps
 from reportgen.analysis.history import HistoryGroup, HistoryPoint
 from reportgen.render.jinja import render_html
-from reportgen.render.style import LEGEND_FONT_PT, clip_label, colour_for, nice_ticks, px, svg_text, text_width_px
+from reportgen.render.style import LEGEND_FONT_PT, XTick, clip_label, colour_for, nice_ticks, px, svg_text, text_width_px
 
 LOG_SPAN = 20.0
 """History charts switch to a log time axis when the medians span more than this factor."""
@@ -37,12 +37,6 @@ class AxisTick:
     """A y-axis tick: its height in pixels, its label (empty: unlabelled minor tick)."""
 
     y_px: float
-    label: str
-
-
-@dataclass(frozen=True)
-class XTick:
-    x_px: float
     label: str
 
 

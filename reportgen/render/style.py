@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from dataclasses import dataclass
 
 MAX_LABEL_CHARS = 32
 """Axis labels (variant names) longer than this are shortened on the chart."""
@@ -69,3 +70,11 @@ def px(value: float) -> float | int:
     """A coordinate to a tenth of a pixel, printed without a trailing ``.0`` (a chart has thousands of them)."""
     tenth = round(value, 1)
     return int(tenth) if tenth.is_integer() else tenth
+
+
+@dataclass(frozen=True)
+class XTick:
+    """A labelled tick on a chart's horizontal axis, in SVG pixels."""
+
+    x_px: float
+    label: str

@@ -17,7 +17,7 @@ from reportgen.analysis.timeline import FOLDED_TRACK, MAX_DEPTH, TimelineLayout
 from reportgen.devices.lanes import Lane
 from reportgen.model.breakdown import COMMUNICATION_RE
 from reportgen.render.jinja import render_html
-from reportgen.render.style import clip_label, nice_ticks, px, svg_text, text_width_px
+from reportgen.render.style import XTick, clip_label, nice_ticks, px, svg_text, text_width_px
 
 LANE_COLOURS = {
     Lane.FRAMEWORK: "#4C72B0",
@@ -69,12 +69,6 @@ class RowLabel:
 
 
 @dataclass(frozen=True)
-class TimeTick:
-    x_px: float
-    label: str
-
-
-@dataclass(frozen=True)
 class TimelineChart:
     """Everything ``templates/charts/timeline.svg`` draws, in pixels."""
 
@@ -89,7 +83,7 @@ class TimelineChart:
     """(top, height) of every other lane's shaded band."""
     separators: tuple[float, ...]
     """Heights of the dotted lines between two tracks of one lane."""
-    ticks: tuple[TimeTick, ...]
+    ticks: tuple[XTick, ...]
     rows: tuple[RowLabel, ...]
     bars: tuple[SvgBar, ...]
     x_label: tuple[str, ...]
@@ -138,7 +132,7 @@ def timeline_drawing(layout: TimelineLayout, title: str) -> TimelineChart:
     return TimelineChart(
         svg_text(title), WIDTH_PX, math.ceil(height), left, right, TOP_PX, bottom,
         _lane_bands(layout), _separators(layout),
-        tuple(TimeTick(px(left + t * scale), f"{t:,.{decimals}f}") for t in ticks),
+        tuple(XTick(px(left + t * scale), f"{t:,.{decimals}f}") for t in ticks),
         tuple(RowLabel(px(TOP_PX + ROW_PX * (y + 0.5)), svg_text(label),
                        "#777777" if label.startswith("↳") else "#222222") for y, label in enumerate(labels)),
         _svg_bars(drawn, layout.window_us, left, scale),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import jinja2
 import pytest
 
 from reportgen.render import jinja
@@ -28,15 +29,29 @@ def test_cache_folder_is_made_private_and_a_shared_one_is_not_used(tmp_path: Pat
 def test_templates_compiled_once_are_loaded_from_the_cache_and_a_corrupt_cache_is_ignored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REPORTGEN_CACHE_DIR", str(tmp_path))
-    first = jinja.new_environment(autoescape=True).get_template("latest.html").render(latest=None, root="")
+    compiled: list[str] = []
+    real_compile = jinja2.Environment.compile
+
+    def counting_compile(self: jinja2.Environment, source: str, name: str | None = None,
+                         *args: object, **kwargs: object) -> object:
+        compiled.append(str(name))
+        return real_compile(self, source, name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting_compile)
+
+    def render() -> str:
+        return jinja.new_environment(autoescape=True).get_template("latest.html").render(latest=None, root="")
+
+    first = render()
     files = sorted((tmp_path / "templates").iterdir())
-    assert files, "compiling a template stores it"
+    assert compiled and files, "compiling a template stores it"
+    compiled.clear()
+    assert render() == first and compiled == []  # a new environment (a new build) loads it: nothing compiled
     for f in files:
         f.write_bytes(b"\x00garbage")
-    again = jinja.new_environment(autoescape=True).get_template("latest.html").render(latest=None, root="")
-    assert again == first
-    for f in files:
+    assert render() == first and compiled  # a corrupt cache file: compiled again
+    for f in sorted((tmp_path / "templates").iterdir()):
         f.unlink()
     (tmp_path / "templates").rmdir()
     (tmp_path / "templates").write_text("a file where the cache folder goes")  # no cache: still renders
-    assert jinja.new_environment(autoescape=True).get_template("latest.html").render(latest=None, root="") == first
+    assert render() == first

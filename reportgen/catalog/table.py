@@ -209,8 +209,8 @@ def read_points(parts: Sequence[Part], key: str | None = None) -> list[tuple[Par
 def latest_points(wanted: Mapping[Part, Collection[str]], window: int
                   ) -> tuple[list[GroupPoint], dict[str, int]]:
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
-    group's number of wanted runs. The rows are filtered and counted in Arrow; Python objects are made only for
-    the points kept, so a history of a 10,000-run store costs about what one of 500 runs does."""
+    group's number of wanted runs. The rows are filtered in Arrow and counted from three of their columns;
+    Python objects are made only for the points kept."""
     tables = []
     for part, ids in wanted.items():
         t = _read(part.points_file, None)

@@ -17,7 +17,7 @@ from reportgen.analysis.timeline import FOLDED_TRACK, MAX_DEPTH, TimelineLayout
 from reportgen.devices.lanes import Lane
 from reportgen.model.breakdown import COMMUNICATION_RE
 from reportgen.render.jinja import render_html
-from reportgen.render.style import XTick, clip_label, nice_ticks, px, svg_text, text_width_px
+from reportgen.render.style import CHAR_WIDTH_EM, XTick, clip_label, nice_ticks, px, svg_text, text_width_px
 
 LANE_COLOURS = {
     Lane.FRAMEWORK: "#4C72B0",
@@ -131,7 +131,7 @@ def timeline_drawing(layout: TimelineLayout, title: str) -> TimelineChart:
     ticks, decimals = nice_ticks(layout.window_us, X_TICKS)
     return TimelineChart(
         svg_text(title), WIDTH_PX, math.ceil(height), left, right, TOP_PX, bottom,
-        _lane_bands(layout), _separators(layout),
+        *_lane_lines(layout),
         tuple(XTick(px(left + t * scale), f"{t:,.{decimals}f}") for t in ticks),
         tuple(RowLabel(px(TOP_PX + ROW_PX * (y + 0.5)), svg_text(label),
                        "#777777" if label.startswith("↳") else "#222222") for y, label in enumerate(labels)),
@@ -171,7 +171,7 @@ def _svg_bars(drawn: Sequence[DrawnBar], window_us: float, left: float, scale: f
 def _bar_label(name: str, width_px: float) -> str:
     """The op name to write inside a bar ``width_px`` wide: whole, else its last ``::`` part, else shortened;
     empty when not even three characters fit."""
-    max_chars = int(width_px / (BAR_LABEL_PX * 0.62)) - 1
+    max_chars = int(width_px / (BAR_LABEL_PX * CHAR_WIDTH_EM)) - 1
     if max_chars < 3:
         return ""
     short = name.rsplit("::", 1)[-1] or name
@@ -275,28 +275,21 @@ def drawn_extents(drawn: Sequence[DrawnBar], min_width_us: float) -> list[tuple[
     return [(b.start_us, e) for b, e in zip(drawn, ends, strict=True)]
 
 
-def _lane_bands(layout: TimelineLayout) -> tuple[tuple[float, float], ...]:
-    """Every other lane shaded, so its rows read as one lane: (top, height) in pixels."""
-    bands, first = [], 0
+def _lane_lines(layout: TimelineLayout) -> tuple[tuple[tuple[float, float], ...], tuple[float, ...]]:
+    """Every other lane shaded, so its rows read as one lane: (top, height) in pixels; and the heights of a faint
+    line between two tracks of one lane."""
+    bands, lines, first = [], [], 0
     for i, lane in enumerate(layout.lanes):
-        rows = sum(t.depth for t in layout.tracks if t.lane is lane)
+        tracks = [t for t in layout.tracks if t.lane is lane]
+        rows = sum(t.depth for t in tracks)
         if i % 2:
             bands.append((TOP_PX + ROW_PX * first, ROW_PX * rows))
-        first += rows
-    return tuple(bands)
-
-
-def _separators(layout: TimelineLayout) -> tuple[float, ...]:
-    """A faint line between two tracks of one lane, at its height in pixels."""
-    lines, first = [], 0
-    for lane in layout.lanes:
-        tracks = [t for t in layout.tracks if t.lane is lane]
         y = first
         for t in tracks[:-1]:
             y += t.depth
             lines.append(TOP_PX + ROW_PX * y)
-        first += sum(t.depth for t in tracks)
-    return tuple(lines)
+        first += rows
+    return tuple(bands), tuple(lines)
 
 
 def _row_labels(layout: TimelineLayout) -> list[str]:

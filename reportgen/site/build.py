@@ -160,9 +160,10 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
     for p in plan.runs:
         if p.known is not None:
             done.append(p.known)
-        elif p.bundle is not None:  # a page to render: always from its bundle
-            tasks.append(RunPageTask(p.bundle, root / RUNS_DIR / p.run_id, plan.renderer_version,
-                                     p.run_id in plan.retired))
+            continue
+        assert p.bundle is not None, p.run_id  # a page to render is drawn from its bundle (plan.gather)
+        tasks.append(RunPageTask(p.bundle, root / RUNS_DIR / p.run_id, plan.renderer_version,
+                                 p.run_id in plan.retired))
     if tasks and drawer is not None and jobs > 1 and render_workers(len(tasks), jobs) == 1:
         drawer.submit(tasks)  # a few new pages (adding runs to a site): drawn beside the index
         rendered, failed = _split([render_task(t, write=False) for t in tasks])

@@ -116,7 +116,7 @@ def write_archive(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site:
 
 
 HELP_DOC = "reading-a-report.md"
-"""The help page's source (templates/), published as help/index.html."""
+"""The help page's Markdown, shipped with the templates (docs/reading-a-report.md in the repository)."""
 
 
 def write_help(plan: SitePlan, root: Path, old_site: Path) -> tuple[str, int]:

@@ -36,7 +36,6 @@ from reportgen.store.withdrawn import read_withdrawn
 
 PAGES_PER_RUN = 2
 """A full run folder holds two pages: index.html and report.md (a compact one only index.html)."""
-"""The help page's Markdown, shipped with the templates (docs/reading-a-report.md in the repository)."""
 STATIC_FILES = ("style.css", "favicon.svg")
 GZIP_MAGIC = b"\x1f\x8b"
 ARTIFACT_SUFFIXES = {"neff": ".neff", "ntff": ".ntff", "pb": ".pb", "device-summary": ".json", "pftrace": ".pftrace"}

@@ -8,7 +8,7 @@ from reportgen.analysis.history import RunDigest
 from reportgen.catalog.sync import Catalog, sync
 from reportgen.errors import ExitCode
 from reportgen.model.run import VariantStatus
-from reportgen.store.loader import check_is_store, list_run_dirs
+from reportgen.store.loader import check_is_store, list_store
 from reportgen.store.runs import RunsRequest
 from reportgen.store.withdrawn import Withdrawal, read_withdrawn
 from reportgen.text.terminal import printable
@@ -32,7 +32,7 @@ def selected_runs(request: RunsRequest) -> tuple[Catalog, list[str], dict[str, W
     or not) and the store's withdrawals; a folder that is not a store is refused in one line."""
     cat = sync(request.store)
     if not cat.entries:
-        check_is_store(request.store, list_run_dirs(request.store))
+        check_is_store(request.store, list_store(request.store).names)
     withdrawn = read_withdrawn(request.store) if request.store.is_dir() else {}
     ids = [i for i, e in cat.entries.items()
            if (request.scenario is None or e.run.scenario == request.scenario)

@@ -1,7 +1,7 @@
 """Keep the catalog true to the store, and read it.
 
 :func:`record` adds one run's part as the run is stored (``profile``, ``import``, ``ab``). :func:`sync` is what
-readers call: it lists the store's bundles (one ``stat`` of each ``run.json``, no reads), adds the rows of bundles
+readers call: it lists the store's bundles (one ``lstat`` of each ``run.json``, no reads), adds the rows of bundles
 the catalog lacks or whose ``run.json`` changed (size or modification time), drops rows of bundles no longer
 there, and writes what changed as one new part, or as one compacted part when parts pile up or rows were
 dropped. The catalog is a cache of the bundles: a missing, unreadable or foreign catalog is rebuilt from them,
@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,7 +37,7 @@ from reportgen.errors import BundleError
 from reportgen.model.codec import to_jsonable
 from reportgen.model.run import Run
 from reportgen.store.layout import RUN_FILE
-from reportgen.store.loader import list_run_dirs, load_run
+from reportgen.store.loader import StoreListing, list_store, load_run
 
 MAX_PARTS = 32
 """More parts than this after a write: the next sync compacts them into one."""
@@ -156,21 +157,24 @@ def record(store: Path, run: Run, bundle: Path) -> bool:
     return True
 
 
-def sync(store: Path, dirs: list[Path] | None = None) -> Catalog:
+def sync(store: Path, listing: StoreListing | None = None) -> Catalog:
     """The catalog of ``store`` brought up to date with its bundles (written back when it changed and can be);
-    ``dirs``: the store's run folders, when the caller has just listed them."""
+    ``listing``: the store's run folders, when the caller has just listed them."""
     folder = catalog_folder(store)
-    if dirs is None:
-        dirs = list_run_dirs(store)  # first: a store that cannot be listed is named as the store, not as its catalog
+    if listing is None:
+        listing = list_store(store)  # first: a store that cannot be listed is named as the store, not its catalog
     parts, known = _read_retrying(lambda: _current_rows(folder))
     entries: dict[str, Entry] = {}
     added: list[tuple[CatalogRun, list[GroupPoint]]] = []
     problems: list[BundleError] = []
-    for bundle in dirs:
-        entry = known.get(bundle.name)
-        if entry is not None and _unchanged(entry.run, bundle):
-            entries[bundle.name] = entry
+    root = os.fspath(store)
+    for name in listing.names:
+        entry = known.get(name)
+        if entry is not None and name not in listing.links and _unchanged(entry.run, os.path.join(root, name,
+                                                                                                  RUN_FILE)):
+            entries[name] = entry
             continue
+        bundle = listing.path(name)
         try:
             added.append(catalog_run(load_run(bundle), bundle))
         except BundleError as exc:
@@ -188,12 +192,15 @@ def sync(store: Path, dirs: list[Path] | None = None) -> Catalog:
     return Catalog(folder, entries, tuple(problems), tuple(fresh))
 
 
-def _unchanged(row: CatalogRun, bundle: Path) -> bool:
+def _unchanged(row: CatalogRun, run_json: str) -> bool:
+    """Whether a bundle's run.json is the regular file the row was read from (size and modification time; one
+    ``lstat`` of a string per stored run per sync). A run.json that became a link counts as changed, so it is
+    loaded again, and refused: an entry of the catalog is a bundle that loads."""
     try:
-        st = os.stat(os.path.join(bundle, RUN_FILE))  # a string, not a Path: once per stored run per sync
+        st = os.lstat(run_json)
     except OSError:
         return False
-    return st.st_size == row.run_json_bytes and st.st_mtime_ns == row.run_json_mtime_ns
+    return stat.S_ISREG(st.st_mode) and st.st_size == row.run_json_bytes and st.st_mtime_ns == row.run_json_mtime_ns
 
 
 def _current_rows(folder: Path) -> tuple[list[Part], dict[str, Entry]]:

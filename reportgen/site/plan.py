@@ -31,7 +31,7 @@ from reportgen.site.manifest import (
 from reportgen.site.pages import RUN_FILE_GZ
 from reportgen.store.files import NotRegularFile, read_regular
 from reportgen.store.layout import RUN_FILE
-from reportgen.store.loader import list_run_dirs, load_run
+from reportgen.store.loader import StoreListing, list_store, load_run
 from reportgen.store.outputs import MANIFEST_FILE
 from reportgen.store.runjson import parse_run_json
 from reportgen.store.withdrawn import read_withdrawn
@@ -43,13 +43,18 @@ class PlannedRun:
 
     run_id: str
     origin: PageOrigin
-    bundle: Path | None
-    """The run's bundle in the store (a page to render is drawn from it); None for a run carried over from an
-    older build."""
+    store: Path | None
+    """The store that holds the run's bundle (a page to render is drawn from it); None for a run carried over from
+    an older build."""
     known: SiteRun | None = None
     """Entry and digest of a reused or carried page; None for a page rendered now (known once rendered)."""
     fallback: OldEntry | None = None
     """For a page to render: the old site's page of the same run, kept if the bundle can no longer be drawn."""
+
+    @property
+    def bundle(self) -> Path | None:
+        """The run's bundle in the store (made when asked: a build plans every stored run)."""
+        return None if self.store is None else self.store / self.run_id
 
 
 @dataclass(frozen=True)
@@ -108,26 +113,27 @@ def retired_runs(rows: Iterable[CatalogRun], keep: int | None) -> frozenset[str]
 
 
 def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
-           dirs: list[Path] | None = None) -> SitePlan:
+           listing: StoreListing | None = None) -> SitePlan:
     """Bring the store's catalog up to date and decide, per run, whether to render, reuse or carry its page.
 
     An unchanged run (the catalog's run.json hash and the renderer as the old manifest has them) is
-    neither read nor loaded: a build lists the store and ``stat``s each run.json, which keeps adding one
-    run to a large site cheap. A run to render is loaded later, once, by the process that renders its page.
-    ``dirs``: the store's run folders, listed by the caller while it holds the build lock; None: listed here.
+    neither read nor loaded: a build lists the store, ``lstat``s each run.json (the catalog) and ``stat``s each
+    reused page, which keeps adding one run to a large site cheap. A run to render is loaded later, once, by the
+    process that renders its page.
+    ``listing``: the store's run folders, listed by the caller while it holds the build lock; None: listed here.
     """
     version = renderer_version()
-    dirs = list_run_dirs(store) if dirs is None else dirs
-    cat = catalog.sync(store, dirs)
+    listing = list_store(store) if listing is None else listing
+    cat = catalog.sync(store, listing)
     retired = retired_runs((e.run for e in cat.entries.values()), keep_traces)
     planned: dict[str, PlannedRun] = {}
     withdrawn = frozenset(read_withdrawn(store))
-    for bundle in dirs:
-        entry = cat.entries.get(bundle.name)
-        reused = None if bundle.name in withdrawn or entry is None else _reuse(
-            bundle, entry.run, out, old, version, bundle.name in retired)
-        planned[bundle.name] = reused or PlannedRun(
-            bundle.name, PageOrigin.RENDERED, bundle, fallback=_fallback(bundle.name, out, old))
+    pages = os.path.join(os.fspath(out), RUNS_DIR)
+    for name in listing.names:
+        entry = cat.entries.get(name)
+        reused = None if name in withdrawn or entry is None else _reuse(
+            name, store, entry.run, pages, old, version, name in retired)
+        planned[name] = reused or PlannedRun(name, PageOrigin.RENDERED, store, fallback=_fallback(name, out, old))
     for run_id, prev in sorted(old.runs.items()):
         if run_id not in planned:
             d = prev.digest or digest(load_carried(out, run_id))
@@ -150,13 +156,13 @@ def _fallback(run_id: str, out: Path, old: OldSite) -> OldEntry | None:
     return prev
 
 
-def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str, retired: bool
+def _reuse(name: str, store: Path, row: CatalogRun, pages: str, old: OldSite, version: str, retired: bool
            ) -> PlannedRun | None:
     """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered.
 
-    Run for every stored run of every build: the manifest is compared first, then three ``lstat``s on plain
-    strings (a ``Path`` per check cost a 10,000-run build a third of a second)."""
-    name = bundle.name
+    Run for every stored run of every build, so it does no more than compare the manifest and ``stat`` the page
+    (on plain strings). A row of the catalog is a bundle that loaded, not a link, and whose run.json has not
+    changed since (:func:`reportgen.catalog.sync`)."""
     prev = old.runs.get(name)
     if prev is None:
         return None
@@ -164,12 +170,9 @@ def _reuse(bundle: Path, row: CatalogRun, out: Path, old: OldSite, version: str,
     if (entry.run_json_sha256, entry.renderer_version, entry.traces_retired) != (row.run_json_sha256, version,
                                                                                  retired):
         return None
-    where = os.fspath(bundle)
-    page = os.path.join(os.fspath(out), RUNS_DIR, name)
-    if os.path.islink(where) or os.path.islink(os.path.join(where, RUN_FILE)) or not os.path.isfile(
-            os.path.join(page, RUN_PAGE)):
+    if not os.path.isfile(os.path.join(pages, name, RUN_PAGE)):
         return None
-    return PlannedRun(name, PageOrigin.REUSED, bundle, SiteRun(entry, row.created_utc, PageOrigin.REUSED))
+    return PlannedRun(name, PageOrigin.REUSED, store, SiteRun(entry, row.created_utc, PageOrigin.REUSED))
 
 
 def load_latest(newest: PlannedRun, published: SiteRun, out: Path) -> Run:

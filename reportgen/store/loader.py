@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from reportgen.errors import BundleError
@@ -56,7 +58,25 @@ def member_file(bundle_dir: Path, rel: str) -> Path:
     return path
 
 
-def list_run_dirs(store: Path) -> list[Path]:
+@dataclass(frozen=True)
+class StoreListing:
+    """The run folders of a store as one read of its directory gave them: names, not a ``Path`` per run (a build
+    lists a 10,000-run store twice, and a ``Path`` per run cost each listing about 25 ms)."""
+
+    store: Path
+    names: tuple[str, ...]
+    """The run folders' names, sorted (hidden and temporary folders excluded)."""
+    links: frozenset[str]
+    """Those of ``names`` that are symbolic links (the directory entry says so: no ``lstat``)."""
+
+    def path(self, name: str) -> Path:
+        return self.store / name
+
+    def paths(self) -> list[Path]:
+        return [self.store / name for name in self.names]
+
+
+def list_store(store: Path) -> StoreListing:
     """The run folders of ``store`` (hidden and temporary folders excluded), sorted by name.
 
     A store that does not exist has no runs; a link to nothing, or one that loops, is an error, not an empty store
@@ -66,13 +86,26 @@ def list_run_dirs(store: Path) -> list[Path]:
     except FileNotFoundError:
         if store.is_symlink():
             raise BundleError(f"{store}: is a symbolic link to nothing; fix the link or pass --store a folder") from None
-        return []
+        return StoreListing(store, (), frozenset())
     if not store.is_dir():
         raise BundleError(f"{store}: is not a folder; pass --store a results folder")
+    names: list[str] = []
+    links: list[str] = []
     with os.scandir(store) as entries:  # the directory's own entry types: no stat per run on most file systems
-        names = [e.name for e in entries
-                 if not e.name.startswith(".") and (e.is_symlink() or e.is_dir(follow_symlinks=False))]
-    return [store / name for name in sorted(names)]
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            if e.is_symlink():
+                links.append(e.name)
+                names.append(e.name)
+            elif e.is_dir(follow_symlinks=False):
+                names.append(e.name)
+    return StoreListing(store, tuple(sorted(names)), frozenset(links))
+
+
+def list_run_dirs(store: Path) -> list[Path]:
+    """The run folders of ``store`` as paths (:func:`list_store`'s)."""
+    return list_store(store).paths()
 
 
 def load_store(store: Path) -> list[Run]:
@@ -96,17 +129,18 @@ def load_store_tolerant(store: Path) -> tuple[list[Run], list[BundleError]]:
         except BundleError as exc:
             problems.append(exc)
     if not runs:
-        check_is_store(store, dirs)
+        check_is_store(store, [d.name for d in dirs])
     return sorted(runs, key=lambda r: (r.created_utc, r.run_id)), problems
 
 
-def check_is_store(store: Path, dirs: list[Path]) -> None:
+def check_is_store(store: Path, names: Sequence[str]) -> None:
     """Refuse, in one line, a folder that is a run bundle or holds folders but no bundle at all (``--store docs/``):
-    a wrong path, not a store of broken runs to list one error each."""
+    a wrong path, not a store of broken runs to list one error each. ``names``: its run folders' names."""
     if os.path.lexists(store / RUN_FILE):
         raise BundleError(f"{store}: is a run bundle, not a store; pass the folder that holds it ({store.parent})")
-    if dirs and not any(os.path.lexists(d / RUN_FILE) for d in dirs):
-        raise BundleError(f"{store}: not a results store (none of its {len(dirs)} folder(s) holds a {RUN_FILE}); "
+    root = os.fspath(store)
+    if names and not any(os.path.lexists(os.path.join(root, n, RUN_FILE)) for n in names):
+        raise BundleError(f"{store}: not a results store (none of its {len(names)} folder(s) holds a {RUN_FILE}); "
                           "pass the store folder (--store; default ./results)")
 
 

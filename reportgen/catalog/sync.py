@@ -205,20 +205,21 @@ def _unchanged(row: CatalogRun, run_json: str) -> bool:
 
 def _current_rows(folder: Path) -> tuple[list[Part], dict[str, Entry]]:
     """The readable parts and, per run, the row of the newest part listing it."""
-    parts = [p for p in table.list_parts(folder) if _readable(p)]
+    parts: list[Part] = []
     known: dict[str, Entry] = {}
-    for part, row in table.read_runs(parts):
-        known[row.run_id] = Entry(row, part)
+    for part in table.list_parts(folder):
+        try:
+            rows = table.read_part_runs(part)
+        except PartVanished:
+            raise
+        except Exception:  # noqa: BLE001  pyarrow's errors for a damaged file: a cache to rebuild, not to fail on
+            rows = None
+        if rows is None:
+            continue
+        parts.append(part)
+        for row in rows:
+            known[row.run_id] = Entry(row, part)
     return parts, known
-
-
-def _readable(part: Part) -> bool:
-    try:
-        return table.readable(part.runs_file)
-    except FileNotFoundError:
-        raise PartVanished(str(part.runs_file)) from None
-    except Exception:  # noqa: BLE001  pyarrow's errors for a damaged file: a cache to rebuild, not to fail on
-        return False
 
 
 def _write_back(folder: Path, parts: list[Part], entries: dict[str, Entry], fresh: list[GroupPoint],

@@ -163,11 +163,11 @@ def _points_table(points: Sequence[GroupPoint]) -> Any:
     return _pa().Table.from_pydict(cols, schema=points_schema())
 
 
-def readable(path: Path) -> bool:
-    """True when this reportgen can read the file's schema (same major version); False for a newer one."""
-    meta = _pq().read_schema(path).metadata or {}
+def _version_ok(metadata: Mapping[bytes, bytes] | None) -> bool:
+    """True when this reportgen can read a file with this Parquet metadata (same major version); False for a newer
+    one, or none."""
     try:
-        version = json.loads(meta.get(META_KEY, b"{}")).get("schema_version")
+        version = json.loads((metadata or {}).get(META_KEY, b"{}")).get("schema_version")
     except (ValueError, AttributeError):
         return False
     return isinstance(version, int) and version <= SCHEMA_VERSION
@@ -178,14 +178,23 @@ LISTING_COLUMNS = ("run_id", "created_utc", "scenario", "device", "machine", "ru
 """Every column of the runs table but the digest: what a sync reads of every run."""
 
 
+def read_part_runs(part: Part) -> list[CatalogRun] | None:
+    """The run rows of one part without their digests; None when a newer reportgen wrote it. The file is opened
+    once for its schema's version and its columns (a sync reads every part)."""
+    try:
+        f = _pq().ParquetFile(part.runs_file)
+    except FileNotFoundError:
+        raise PartVanished(str(part.runs_file)) from None
+    if not _version_ok(f.schema_arrow.metadata):
+        return None
+    c = f.read(columns=list(LISTING_COLUMNS)).to_pydict()  # column lists: a dict per row costs twice this
+    return [CatalogRun(*row, digest_json=None)  # type: ignore[misc]  # LISTING_COLUMNS is the field order
+            for row in zip(*(c[name] for name in LISTING_COLUMNS), strict=True)]
+
+
 def read_runs(parts: Sequence[Part]) -> list[tuple[Part, CatalogRun]]:
     """Every run row of ``parts`` without its digest, with the part it came from (duplicates included)."""
-    out = []
-    for part in parts:
-        c = _read(part.runs_file, LISTING_COLUMNS).to_pydict()  # column lists: a dict per row costs twice this
-        out += [(part, CatalogRun(*row, digest_json=None))  # type: ignore[misc]  # LISTING_COLUMNS is the field order
-                for row in zip(*(c[name] for name in LISTING_COLUMNS), strict=True)]
-    return out
+    return [(part, row) for part in parts for row in read_part_runs(part) or ()]
 
 
 def read_digests(part: Part, run_ids: Sequence[str]) -> dict[str, str]:
@@ -209,25 +218,32 @@ def read_points(parts: Sequence[Part], key: str | None = None) -> list[tuple[Par
 def latest_points(wanted: Mapping[Part, Collection[str]], window: int
                   ) -> tuple[list[GroupPoint], dict[str, int]]:
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
-    group's number of wanted runs. The rows are filtered in Arrow and counted from three of their columns;
-    Python objects are made only for the points kept."""
+    group's number of wanted runs.
+
+    Filtered, counted and windowed by Arrow's kernels on one row per run and group (its first variant's, index 0,
+    or the row of a run without variants, -1): Python objects are made only for the points kept, so the Python work
+    does not grow with the store."""
+    pa, pc = _pa(), _pc()
     tables = []
     for part, ids in wanted.items():
         t = _read(part.points_file, None)
-        tables.append(_where(t, _is_in(t["run_id"], ids)))
+        mask = _is_in(t["run_id"], ids)
+        tables.append(t if pc.call_function("all", [mask]).as_py() else _where(t, mask))
     if not tables:
         return [], {}
-    t = _pa().concat_tables(tables)
-    c = t.select(["key", "created_utc", "run_id"]).to_pydict()
-    by_key: dict[str, set[tuple[str, str]]] = {}
-    for key, created, run_id in zip(c["key"], c["created_utc"], c["run_id"], strict=True):
-        by_key.setdefault(key, set()).add((created, run_id))
-    keep: set[tuple[str, str]] = set()
-    for key, runs in by_key.items():
-        keep.update((key, run_id) for _, run_id in sorted(runs)[-window:])
-    t = _where(t, _is_in(t["run_id"], {r for _, r in keep}))
-    points = [p for p in map(_point, t.to_pylist()) if (p.key, p.run_id) in keep]
-    return points, {key: len(runs) for key, runs in by_key.items()}
+    t = pa.concat_tables(tables)
+    first = _where(t, pc.call_function("less_equal", [t["variant_index"], pa.scalar(0, pa.int32())]))
+    totals = {c["values"]: c["counts"] for c in pc.call_function("value_counts", [first["key"]]).to_pylist()}
+    keep = _is_in(t["key"], [k for k, n in totals.items() if n <= window])
+    for key in (k for k, n in totals.items() if n > window):
+        runs = _where(first, pc.call_function("equal", [first["key"], pa.scalar(key, pa.string())]))
+        newest = pc.call_function("sort_indices", [runs], pc.SortOptions([("created_utc", "descending"),
+                                                                           ("run_id", "descending")]))
+        ids = pc.call_function("take", [runs["run_id"], newest.slice(0, window)]).to_pylist()
+        mine = pc.call_function("and", [pc.call_function("equal", [t["key"], pa.scalar(key, pa.string())]),
+                                        _is_in(t["run_id"], ids)])
+        keep = pc.call_function("or", [keep, mine])
+    return [_point(row) for row in _where(t, keep).to_pylist()], totals
 
 
 def _point(row: dict[str, Any]) -> GroupPoint:

@@ -17,10 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import markdown as markdown_lib
 
-from reportgen import devices
-from reportgen.devices.neuron import perfetto
 from reportgen.text.formatting import DASH, FILTERS
 from reportgen.text.markdown import clip, html_inline, md_escape
 
@@ -51,9 +48,28 @@ def _md_finalize(value: Any) -> str:
     return md_escape(value)
 
 
-DATA_FILTERS: dict[str, Any] = {"labelled_extras": devices.labelled_extras, "undeclared_extras": devices.undeclared_extras,
-                                "neuron_openings": perfetto.openings}
-"""Filters that return data (device extras by label), escaped like any other value where printed."""
+def _labelled_extras(*args: Any, **kwargs: Any) -> Any:
+    from reportgen import devices
+
+    return devices.labelled_extras(*args, **kwargs)
+
+
+def _undeclared_extras(*args: Any, **kwargs: Any) -> Any:
+    from reportgen import devices
+
+    return devices.undeclared_extras(*args, **kwargs)
+
+
+def _neuron_openings(*args: Any, **kwargs: Any) -> Any:
+    from reportgen.devices.neuron import perfetto
+
+    return perfetto.openings(*args, **kwargs)
+
+
+DATA_FILTERS: dict[str, Any] = {"labelled_extras": _labelled_extras, "undeclared_extras": _undeclared_extras,
+                                "neuron_openings": _neuron_openings}
+"""Filters that return data (device extras by label), escaped like any other value where printed. They import the
+device registry when first used, on a run page: the pages that list runs need none of it."""
 
 
 def md_filter(value: Any) -> MdSafe:
@@ -160,5 +176,7 @@ def render_md(template: str, **context: Any) -> str:
 
 def markdown_to_html(text: str) -> str:
     """Trusted Markdown (our own docs) to HTML through the ``markdown`` package, tables enabled."""
+    import markdown as markdown_lib  # the help page only, which a build usually links from the old site
+
     html: str = markdown_lib.markdown(text, extensions=["tables", "fenced_code", "toc"], output_format="html")
     return html

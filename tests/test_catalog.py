@@ -121,6 +121,23 @@ def test_many_parts_are_compacted_into_one(tmp_path: Path) -> None:
     assert cat.groups() == history([digest(r) for r in load_store(store)])
 
 
+def test_new_parts_are_merged_with_parts_of_their_size_and_the_big_part_is_left_alone(tmp_path: Path) -> None:
+    """Adding runs to a large store must not rewrite its big part every few runs (a sawtooth of slow builds)."""
+    store = _store(tmp_path, 20)
+    catalog.sync(store)
+    (big,) = _parts(store)
+    for i in range(20, 20 + MAX_PARTS):
+        bundle = write_synthetic(store, _run(i))
+        catalog.record(store, load_run(bundle), bundle)
+    assert len(_parts(store)) == MAX_PARTS + 1
+    cat = catalog.sync(store)
+    parts = _parts(store)
+    assert parts[0] == big and len(parts) == 2  # the new runs' parts merged into one; the big one untouched
+    assert {e.part for e in cat.entries.values()} == set(parts)
+    assert cat.digests() == [digest(r) for r in load_store(store)]
+    assert catalog.sync(store).groups() == history([digest(r) for r in load_store(store)])
+
+
 def test_a_damaged_part_is_ignored_and_its_runs_read_from_their_bundles(tmp_path: Path) -> None:
     store = _store(tmp_path, 3)
     damaged = _parts(store)[0]

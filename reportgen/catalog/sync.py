@@ -39,8 +39,8 @@ from reportgen.model.run import Run
 from reportgen.store.layout import RUN_FILE
 from reportgen.store.loader import StoreListing, list_store, load_run
 
-MAX_PARTS = 32
-"""More parts than this after a write: the next sync compacts them into one."""
+MAX_PARTS = 8
+"""More parts than this after a write: the write merges the newest parts into one (:func:`_merge_tail`)."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,8 @@ def sync(store: Path, listing: StoreListing | None = None) -> Catalog:
     dropped = len(known.keys() - {e.run.run_id for e in entries.values() if e.part is not None})
     fresh = [p for _, points in added for p in points]
     if added or dropped or len(parts) > MAX_PARTS:
-        written = _write_back(folder, parts, entries, fresh, compact=bool(dropped) or len(parts) + 1 > MAX_PARTS)
+        merged = parts if dropped else _merge_tail(parts, entries, len(added))
+        written = _write_back(folder, parts, merged, entries, fresh)
         if written is not None:
             return Catalog(folder, written, tuple(problems))
     return Catalog(folder, entries, tuple(problems), tuple(fresh))
@@ -222,21 +223,48 @@ def _current_rows(folder: Path) -> tuple[list[Part], dict[str, Entry]]:
     return parts, known
 
 
-def _write_back(folder: Path, parts: list[Part], entries: dict[str, Entry], fresh: list[GroupPoint],
-                compact: bool) -> dict[str, Entry] | None:
-    """Write the new rows as one part (or everything as one part, then delete the parts read); the entries as
-    written, or None when the folder cannot be written (the caller keeps them in memory)."""
-    new_rows = [e.run for e in entries.values() if e.part is None]
+def _merge_tail(parts: list[Part], entries: dict[str, Entry], added: int) -> list[Part]:
+    """The newest parts that a write merges with its rows when the catalog would otherwise hold more than
+    ``MAX_PARTS`` parts: at least half of ``MAX_PARTS``, then each older part no bigger than those merged so far.
+
+    A part is merged with parts about its own size, so a run's row is rewritten about log2(runs) times over the
+    catalog's life, and the big part of a 10,000-run store is not rewritten for every ``MAX_PARTS`` runs added."""
+    if len(parts) + (1 if added else 0) <= MAX_PARTS:
+        return []
+    rows: dict[Part, int] = {}
+    for e in entries.values():
+        if e.part is not None:
+            rows[e.part] = rows.get(e.part, 0) + 1
+    tail = parts[-(MAX_PARTS // 2):]
+    total = added + sum(rows.get(p, 0) for p in tail)
+    for part in reversed(parts[: len(parts) - len(tail)]):
+        if rows.get(part, 0) > total:
+            break
+        tail.insert(0, part)
+        total += rows.get(part, 0)
+    return tail
+
+
+def _write_back(folder: Path, parts: list[Part], merged: list[Part], entries: dict[str, Entry],
+                fresh: list[GroupPoint]) -> dict[str, Entry] | None:
+    """Write the new rows as one part, with the rows of the ``merged`` parts (then deleted) when there are any; the
+    entries as written, or None when the folder cannot be written (the caller keeps them in memory). Merging
+    every part is a compaction: it also drops the rows of runs no longer in the store."""
+    gone = set(merged)
+    moved = [i for i, e in entries.items() if e.part is None or e.part in gone]
     try:
-        if not compact:
-            part = table.write_part(folder, new_rows, fresh)
+        if not merged:
+            part = table.write_part(folder, [entries[i].run for i in moved], fresh)
             return {i: Entry(e.run, part) if e.part is None else e for i, e in entries.items()}
         current = Catalog(folder, entries)
-        kept, texts = current.points(), current.digest_texts(list(entries))
-        rows = [replace(e.run, digest_json=texts[i]) for i, e in entries.items()]
+        kept = [p for part, p in table.read_points(merged) if current._current(p.run_id, part)]
+        texts = current.digest_texts(moved)
+        rows = [replace(entries[i].run, digest_json=texts[i]) for i in moved]
         part = table.write_part(folder, rows, [*kept, *fresh])
-        table.delete_parts(parts)
-        return {r.run_id: Entry(replace(r, digest_json=None), part) for r in rows}
+        table.delete_parts(merged)
+        out = dict(entries)
+        out.update((r.run_id, Entry(replace(r, digest_json=None), part)) for r in rows)
+        return out
     except OSError:
         return None
 

@@ -13,6 +13,7 @@ major version is not read and not deleted (a newer reportgen wrote it; this one 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -246,8 +247,14 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int
     return [_point(row) for row in _where(t, keep).to_pylist()], totals
 
 
+@functools.lru_cache(maxsize=1024)
+def _parameters(text: str) -> tuple[tuple[str, str], ...]:
+    """A point's parameters from their JSON (the same few texts repeat over thousands of points)."""
+    return tuple((str(k), str(v)) for k, v in json.loads(text))
+
+
 def _point(row: dict[str, Any]) -> GroupPoint:
-    params = tuple((str(k), str(v)) for k, v in json.loads(row["parameters_json"]))
+    params = _parameters(row["parameters_json"])
     return GroupPoint(row["key"], row["device"], row["where"], row["scenario"], params, row["run_id"],
                       row["created_utc"], row["git_sha"], row["variant_index"], row["variant"], row["median_us"],
                       row["ci_low_us"], row["ci_high_us"], row["speedup"])

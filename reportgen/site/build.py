@@ -180,7 +180,8 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
     else:
         if drawer is not None:
             drawer.close()  # not needed: many pages go to a pool, none or one process draws here
-        warm_up(matplotlib=render_workers(len(tasks), jobs) > 1)  # once, before the workers' fork (if any)
+        if tasks:
+            warm_up(matplotlib=render_workers(len(tasks), jobs) > 1)  # once, before the workers' fork (if any)
         rendered, failed = _split(render_run_pages(tasks, jobs))
         kept = _keep_old_pages(failed, plan, root, old_site)
         pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)

@@ -11,18 +11,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reportgen import __version__
 from reportgen.analysis.history import digest
 from reportgen.analysis.run_view import RunView, run_view
-from reportgen.analysis.timeline import (
-    TimelineLayout,
-    TrackNames,
-    iteration_window,
-    representative_step,
-    timeline_layout,
-)
 from reportgen.errors import BundleError, TraceError, UsageError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR, render_html, render_md
@@ -33,6 +26,9 @@ from reportgen.store.layout import RUN_FILE, safe_component
 from reportgen.store.loader import load_run, member_file
 from reportgen.store.outputs import NOJEKYLL
 from reportgen.store.withdrawn import read_withdrawn
+
+if TYPE_CHECKING:
+    from reportgen.analysis.timeline import TimelineLayout
 
 PAGES_PER_RUN = 2
 """A full run folder holds two pages: index.html and report.md (a compact one only index.html)."""
@@ -103,6 +99,7 @@ def warm_up(matplotlib: bool = False) -> None:
     """Load what drawing a run page needs before the pages are known: its templates compiled, and with
     ``matplotlib`` (before forking many workers) the sweep and memory charts' matplotlib, which most pages
     (bars and timelines are SVG templates) never import."""
+    from reportgen.analysis import timeline  # noqa: F401  with the device registry: what a page with traces needs
     from reportgen.render import bars, timeline_plot  # noqa: F401
     from reportgen.render.jinja import html_env, md_env
 
@@ -234,6 +231,7 @@ def _run_images(view: RunView, bundle: Path, dest: Path, retired: bool = False) 
 
 def _timeline_for(trace_file: Path) -> TimelineLayout:
     """Read a stored trace and lay out its representative iteration (the whole trace if it has no steps)."""
+    from reportgen.analysis.timeline import TrackNames, iteration_window, representative_step, timeline_layout
     from reportgen.traces import reader as trace_reader
 
     tr = trace_reader.read_trace(trace_file)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from factories import synthetic_run, write_synthetic
 
 from reportgen import catalog
@@ -136,6 +138,28 @@ def test_new_parts_are_merged_with_parts_of_their_size_and_the_big_part_is_left_
     assert {e.part for e in cat.entries.values()} == set(parts)
     assert cat.digests() == [digest(r) for r in load_store(store)]
     assert catalog.sync(store).groups() == history([digest(r) for r in load_store(store)])
+
+
+def test_a_few_runs_digests_are_read_from_the_row_groups_that_hold_them(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index shows the newest 50 runs: reading their digests must not read a large part's every digest."""
+    rows = [table.CatalogRun(f"run-{i:05d}", "2026-12-01T00:00:00Z", "s", "cpu", None, "0" * 64, 1, 1, "k",
+                             json.dumps({"n": i})) for i in range(2 * table.ROW_GROUP_ROWS + 500)]
+    random.Random(0).shuffle(rows)  # stored in any order: the part sorts its rows by run id
+    part = table.write_part(tmp_path, rows, [])
+    read: list[list[int]] = []
+    original = pq.ParquetFile.read_row_groups
+
+    def spy(self: pq.ParquetFile, groups: list[int], **kwargs: object) -> pa.Table:
+        read.append(list(groups))
+        return original(self, groups, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    newest = [f"run-{i:05d}" for i in (2 * table.ROW_GROUP_ROWS + 499, 2 * table.ROW_GROUP_ROWS)]
+    assert table.read_digests(part, newest) == {i: json.dumps({"n": int(i[4:])}) for i in newest}
+    assert read == [[2]]
+    assert table.read_digests(part, ["run-00007", "run-99999"]) == {"run-00007": json.dumps({"n": 7})}
+    assert read[-1] == [0]
 
 
 def test_a_damaged_part_is_ignored_and_its_runs_read_from_their_bundles(tmp_path: Path) -> None:

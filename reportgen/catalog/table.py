@@ -13,6 +13,7 @@ major version is not read and not deleted (a newer reportgen wrote it; this one 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import os
@@ -32,6 +33,9 @@ META_KEY = b"reportgen.catalog"
 RUNS_SUFFIX = ".runs.parquet"
 POINTS_SUFFIX = ".points.parquet"
 READ_ATTEMPTS = 5
+ROW_GROUP_ROWS = 1_000
+"""Rows per Parquet row group of a runs file, whose rows are sorted by run id: reading a few runs' digests (the
+index's newest 50) reads the row groups whose run-id range holds them, not a 10,000-run part's every digest."""
 """Listings tried when a part vanishes under a reader (each compaction writes its part before deleting)."""
 
 
@@ -139,13 +143,13 @@ def write_part(folder: Path, runs: Sequence[CatalogRun], points: Sequence[GroupP
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
     part = Part(folder, f"part-{stamp}-{secrets.token_hex(4)}")
     _write_table(_points_table(points), part.points_file)
-    _write_table(_runs_table(runs), part.runs_file)
+    _write_table(_runs_table(sorted(runs, key=lambda r: r.run_id)), part.runs_file)
     return part
 
 
 def _write_table(table: Any, path: Path) -> None:
     tmp = path.with_name(f".tmp-{path.name}")
-    _pq().write_table(table, tmp, compression="zstd")
+    _pq().write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
     os.chmod(tmp, new_file_mode())
     os.rename(tmp, path)
 
@@ -199,10 +203,31 @@ def read_runs(parts: Sequence[Part]) -> list[tuple[Part, CatalogRun]]:
 
 
 def read_digests(part: Part, run_ids: Sequence[str]) -> dict[str, str]:
-    """The digest JSON of ``run_ids`` in one part."""
-    t = _read(part.runs_file, ("run_id", "digest_json"))
+    """The digest JSON of ``run_ids`` in one part, read from the row groups whose run-id range holds them."""
+    try:
+        f = _pq().ParquetFile(part.runs_file)
+    except FileNotFoundError:
+        raise PartVanished(str(part.runs_file)) from None
+    t = f.read_row_groups(_row_groups_holding(f.metadata, "run_id", run_ids), columns=["run_id", "digest_json"])
     rows = _where(t, _is_in(t["run_id"], run_ids)).to_pylist()
     return {r["run_id"]: r["digest_json"] for r in rows}
+
+
+def _row_groups_holding(meta: Any, column: str, values: Sequence[str]) -> list[int]:
+    """The row groups whose ``column`` statistics (min and max) may hold one of ``values``; a group without
+    statistics may hold any."""
+    wanted = sorted(values)
+    index = meta.schema.to_arrow_schema().get_field_index(column)
+    out = []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            out.append(g)
+            continue
+        k = bisect.bisect_left(wanted, stats.min)
+        if k < len(wanted) and wanted[k] <= stats.max:
+            out.append(g)
+    return out
 
 
 def read_points(parts: Sequence[Part], key: str | None = None) -> list[tuple[Part, GroupPoint]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import multiprocessing
 import os
@@ -16,11 +17,13 @@ import pytest
 from factories import synthetic_run, write_synthetic
 
 from reportgen import catalog
-from reportgen.analysis.history import digest, groups_from_points, history, run_counts
+from reportgen.analysis.history import GroupPoint, digest, groups_from_points, history, run_counts
 from reportgen.catalog import table
 from reportgen.catalog.sync import MAX_PARTS
 from reportgen.store.layout import RUN_FILE
 from reportgen.store.loader import load_run, load_store
+
+SYNC = importlib.import_module("reportgen.catalog.sync")  # the module: the package's `sync` is its function
 
 
 def _run(i: int, fused_us: float = 60.0, shape: str = "4,64"):  # type: ignore[no-untyped-def]
@@ -67,6 +70,20 @@ def test_the_latest_points_of_a_window_make_the_same_history_as_every_point(tmp_
         totals[key] += count
     assert groups_from_points(points + newest, 4, totals) == every
     assert [g.runs_total for g in every] == [7, 6] or [g.runs_total for g in every] == [6, 7]
+
+
+def test_a_run_twice_in_one_group_counts_once_in_its_window(tmp_path: Path) -> None:
+    """A swept shape equal to the run's own but for the seed puts the run in its own group twice: the window and
+    the group's run count must still count runs, not rows."""
+    def point(run: str, day: int, variant: int) -> GroupPoint:
+        return GroupPoint("K", "cpu", "here", "s", (("shape", "8,64"),), run, f"2026-01-0{day}T00:00:00Z", None,
+                          variant, f"v{variant}", 10.0, 9.0, 11.0, None)
+
+    twice = [point("r3", 3, 0), point("r3", 3, 1)] * 2
+    part = table.write_part(tmp_path, [], [point("r1", 1, 0), point("r2", 2, 0), *twice])
+    points, totals = table.latest_points({part: {"r1", "r2", "r3"}}, 2)
+    assert totals == {"K": 3}
+    assert sorted({p.run_id for p in points}) == ["r2", "r3"] and len(points) == 5
 
 
 def test_each_write_adds_a_part_and_a_sync_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
@@ -138,6 +155,28 @@ def test_new_parts_are_merged_with_parts_of_their_size_and_the_big_part_is_left_
     assert {e.part for e in cat.entries.values()} == set(parts)
     assert cat.digests() == [digest(r) for r in load_store(store)]
     assert catalog.sync(store).groups() == history([digest(r) for r in load_store(store)])
+
+
+def test_a_reader_whose_parts_another_reader_merged_first_still_reads_every_run(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two readers (a build beside `reportgen runs`) merge the same parts: the one that finds them gone must not fail."""
+    store = _store(tmp_path, MAX_PARTS + 1)
+    merge_tail = SYNC._merge_tail
+    others: list[int] = []
+
+    def another_reader_merges_first(parts: list[table.Part], entries: dict[str, SYNC.Entry], added: int
+                                    ) -> list[table.Part]:
+        chosen = merge_tail(parts, entries, added)
+        if chosen and not others:
+            others.append(len(_parts(store)))
+            catalog.sync(store)  # merges and deletes the same parts before this reader reads them
+        return chosen
+
+    monkeypatch.setattr(SYNC, "_merge_tail", another_reader_merges_first)
+    cat = catalog.sync(store)
+    assert others == [MAX_PARTS + 1] and len(_parts(store)) == 1
+    assert cat.digests() == [digest(r) for r in load_store(store)]
+    assert cat.groups() == history([digest(r) for r in load_store(store)])
 
 
 def test_a_few_runs_digests_are_read_from_the_row_groups_that_hold_them(tmp_path: Path,

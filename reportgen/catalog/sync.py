@@ -265,7 +265,7 @@ def _write_back(folder: Path, parts: list[Part], merged: list[Part], entries: di
         out = dict(entries)
         out.update((r.run_id, Entry(replace(r, digest_json=None), part)) for r in rows)
         return out
-    except OSError:
+    except (OSError, PartVanished):  # another reader merged these parts first: its part holds the same rows
         return None
 
 

@@ -33,10 +33,10 @@ META_KEY = b"reportgen.catalog"
 RUNS_SUFFIX = ".runs.parquet"
 POINTS_SUFFIX = ".points.parquet"
 READ_ATTEMPTS = 5
+"""Listings tried when a part vanishes under a reader (each compaction writes its part before deleting)."""
 ROW_GROUP_ROWS = 1_000
 """Rows per Parquet row group of a runs file, whose rows are sorted by run id: reading a few runs' digests (the
 index's newest 50) reads the row groups whose run-id range holds them, not a 10,000-run part's every digest."""
-"""Listings tried when a part vanishes under a reader (each compaction writes its part before deleting)."""
 
 
 @dataclass(frozen=True)
@@ -143,13 +143,13 @@ def write_part(folder: Path, runs: Sequence[CatalogRun], points: Sequence[GroupP
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
     part = Part(folder, f"part-{stamp}-{secrets.token_hex(4)}")
     _write_table(_points_table(points), part.points_file)
-    _write_table(_runs_table(sorted(runs, key=lambda r: r.run_id)), part.runs_file)
+    _write_table(_runs_table(sorted(runs, key=lambda r: r.run_id)), part.runs_file, ROW_GROUP_ROWS)
     return part
 
 
-def _write_table(table: Any, path: Path) -> None:
+def _write_table(table: Any, path: Path, row_group_rows: int | None = None) -> None:
     tmp = path.with_name(f".tmp-{path.name}")
-    _pq().write_table(table, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    _pq().write_table(table, tmp, compression="zstd", row_group_size=row_group_rows)
     os.chmod(tmp, new_file_mode())
     os.rename(tmp, path)
 
@@ -246,9 +246,10 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
     group's number of wanted runs.
 
-    Filtered, counted and windowed by Arrow's kernels on one row per run and group (its first variant's, index 0,
-    or the row of a run without variants, -1): Python objects are made only for the points kept, so the Python work
-    does not grow with the store."""
+    Filtered and sorted by Arrow's kernels; the windows are counted over one row per run and group (its first
+    variant's, index 0, or the row of a run without variants, -1), sorted newest first within each group, with
+    repeats of a run in one group (a swept shape equal to its own but for the seed) counted once. Python objects
+    are made only for the points kept, and two strings per run and group for the count."""
     pa, pc = _pa(), _pc()
     tables = []
     for part, ids in wanted.items():
@@ -259,17 +260,23 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int
         return [], {}
     t = pa.concat_tables(tables)
     first = _where(t, pc.call_function("less_equal", [t["variant_index"], pa.scalar(0, pa.int32())]))
-    totals = {c["values"]: c["counts"] for c in pc.call_function("value_counts", [first["key"]]).to_pylist()}
-    keep = _is_in(t["key"], [k for k, n in totals.items() if n <= window])
-    for key in (k for k, n in totals.items() if n > window):
-        runs = _where(first, pc.call_function("equal", [first["key"], pa.scalar(key, pa.string())]))
-        newest = pc.call_function("sort_indices", [runs], pc.SortOptions([("created_utc", "descending"),
-                                                                           ("run_id", "descending")]))
-        ids = pc.call_function("take", [runs["run_id"], newest.slice(0, window)]).to_pylist()
-        mine = pc.call_function("and", [pc.call_function("equal", [t["key"], pa.scalar(key, pa.string())]),
-                                        _is_in(t["run_id"], ids)])
-        keep = pc.call_function("or", [keep, mine])
-    return [_point(row) for row in _where(t, keep).to_pylist()], totals
+    order = pc.call_function("sort_indices", [first], pc.SortOptions([("key", "ascending"), ("created_utc", "descending"),
+                                                                      ("run_id", "descending")]))
+    keys = pc.call_function("take", [first["key"], order]).to_pylist()
+    runs = pc.call_function("take", [first["run_id"], order]).to_pylist()
+    totals: dict[str, int] = {}
+    kept: list[str] = []
+    last = None
+    for key, run_id in zip(keys, runs, strict=True):
+        if (key, run_id) == last:
+            continue
+        last = (key, run_id)
+        n = totals.get(key, 0)
+        totals[key] = n + 1
+        if n < window:
+            kept.append(f"{key}\0{run_id}")
+    pairs = pc.call_function("binary_join_element_wise", [t["key"], t["run_id"], pa.scalar("\0")])
+    return [_point(row) for row in _where(t, _is_in(pairs, kept)).to_pylist()], totals
 
 
 @functools.lru_cache(maxsize=1024)

@@ -336,6 +336,8 @@ def stop_load(proc: subprocess.Popen[bytes] | None) -> None:
 
 def run(opts: argparse.Namespace) -> dict[str, Any]:
     cases = [("aa", 0.0, opts.aa)] + [(f"slow{p:g}", p, opts.per_slowdown) for p in opts.slowdown_list]
+    if opts.aa_same:  # base against its own folder: what a bias tied to the side's role, not its folder, would show
+        cases.insert(1, ("aasame", 0.0, opts.aa_same))
     doc: dict[str, Any] = {
         "schema_version": 1,
         "command": " ".join(shlex.quote(a) for a in sys.argv),
@@ -347,7 +349,8 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ab_noise-") as tmp:
         work = Path(tmp)
         base = make_checkout(work, "base", 0.0, opts.clock, opts.scenario)
-        heads = {name: make_checkout(work, f"head-{name}", pct, opts.clock, opts.scenario) for name, pct, _ in cases}
+        heads = {name: base if name == "aasame" else make_checkout(work, f"head-{name}", pct, opts.clock, opts.scenario)
+                 for name, pct, _ in cases}
         for load in opts.load_list:
             group: dict[str, Any] = {"load": load, "before": machine_state(), "cells": []}
             doc["groups"].append(group)
@@ -394,6 +397,8 @@ def write(doc: dict[str, Any], out: Path) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--aa", type=int, default=30, help="A/A verdicts per method and load (default 30)")
+    p.add_argument("--aa-same", type=int, default=0,
+                   help="A/A verdicts of the base checkout against its own folder, alternating with --aa's (default 0)")
     p.add_argument("--per-slowdown", type=int, default=10, help="verdicts per injected slowdown (default 10)")
     p.add_argument("--slowdowns", default="3,10,25", help="injected slowdowns of head's fused, percent (default 3,10,25)")
     p.add_argument("--scenario", choices=sorted(KINDS), default="rmsnorm",

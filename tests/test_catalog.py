@@ -210,6 +210,19 @@ def test_a_damaged_part_is_ignored_and_its_runs_read_from_their_bundles(tmp_path
     assert cat.groups() == history([digest(r) for r in load_store(store)])
 
 
+def test_a_part_whose_schema_reads_but_whose_rows_do_not_is_rebuilt_from_the_bundles(tmp_path: Path) -> None:
+    """A runs file of this schema version that lacks a column (another writer's, or cut short) is a cache to
+    rebuild, not an internal error."""
+    store = _store(tmp_path, 3)
+    damaged = _parts(store)[0]
+    t = pq.read_table(damaged.runs_file)
+    pq.write_table(t.drop_columns(["history_key"]), damaged.runs_file)
+    assert pq.read_schema(damaged.runs_file).metadata == t.schema.metadata  # same version: read, not skipped
+    cat = catalog.sync(store)
+    assert len(cat.entries) == 3
+    assert cat.groups() == history([digest(r) for r in load_store(store)])
+
+
 def test_a_part_written_by_a_newer_reportgen_is_neither_read_nor_deleted(tmp_path: Path) -> None:
     store = _store(tmp_path, 2)
     newer = _parts(store)[0]
@@ -278,7 +291,7 @@ def test_rows_keep_the_machine_scenario_and_device_for_filtering(tmp_path: Path)
 
 
 def test_a_listing_row_is_read_in_the_field_order_of_catalogrun() -> None:
-    """read_runs builds rows positionally from LISTING_COLUMNS: a reordered field would swap values silently."""
+    """read_part_runs builds rows positionally from LISTING_COLUMNS: a reordered field would swap values silently."""
     from dataclasses import fields
 
     names = [f.name for f in fields(table.CatalogRun)]

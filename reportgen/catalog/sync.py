@@ -3,9 +3,10 @@
 :func:`record` adds one run's part as the run is stored (``profile``, ``import``, ``ab``). :func:`sync` is what
 readers call: it lists the store's bundles (one ``lstat`` of each ``run.json``, no reads), adds the rows of bundles
 the catalog lacks or whose ``run.json`` changed (size or modification time), drops rows of bundles no longer
-there, and writes what changed as one new part, or as one compacted part when parts pile up or rows were
-dropped. The catalog is a cache of the bundles: a missing, unreadable or foreign catalog is rebuilt from them,
-and a store the process cannot write is still read (the rows are then computed in memory each time).
+there, and writes what changed as one new part: merged with the newest parts when more than ``MAX_PARTS`` would be
+left, or with every part (a compaction) when rows were dropped. The catalog is a cache of the bundles: a missing,
+unreadable or foreign catalog is rebuilt from them, and a store the process cannot write is still read (the rows
+are then computed in memory each time).
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def sync(store: Path, listing: StoreListing | None = None) -> Catalog:
     fresh = [p for _, points in added for p in points]
     if added or dropped or len(parts) > MAX_PARTS:
         merged = parts if dropped else _merge_tail(parts, entries, len(added))
-        written = _write_back(folder, parts, merged, entries, fresh)
+        written = _write_back(folder, merged, entries, fresh)
         if written is not None:
             return Catalog(folder, written, tuple(problems))
     return Catalog(folder, entries, tuple(problems), tuple(fresh))
@@ -245,8 +246,8 @@ def _merge_tail(parts: list[Part], entries: dict[str, Entry], added: int) -> lis
     return tail
 
 
-def _write_back(folder: Path, parts: list[Part], merged: list[Part], entries: dict[str, Entry],
-                fresh: list[GroupPoint]) -> dict[str, Entry] | None:
+def _write_back(folder: Path, merged: list[Part], entries: dict[str, Entry], fresh: list[GroupPoint]
+                ) -> dict[str, Entry] | None:
     """Write the new rows as one part, with the rows of the ``merged`` parts (then deleted) when there are any; the
     entries as written, or None when the folder cannot be written (the caller keeps them in memory). Merging
     every part is a compaction: it also drops the rows of runs no longer in the store."""

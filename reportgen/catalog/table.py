@@ -186,10 +186,7 @@ LISTING_COLUMNS = ("run_id", "created_utc", "scenario", "device", "machine", "ru
 def read_part_runs(part: Part) -> list[CatalogRun] | None:
     """The run rows of one part without their digests; None when a newer reportgen wrote it. The file is opened
     once for its schema's version and its columns (a sync reads every part)."""
-    try:
-        f = _pq().ParquetFile(part.runs_file)
-    except FileNotFoundError:
-        raise PartVanished(str(part.runs_file)) from None
+    f = _open(part.runs_file)
     if not _version_ok(f.schema_arrow.metadata):
         return None
     c = f.read(columns=list(LISTING_COLUMNS)).to_pydict()  # column lists: a dict per row costs twice this
@@ -204,10 +201,7 @@ def read_runs(parts: Sequence[Part]) -> list[tuple[Part, CatalogRun]]:
 
 def read_digests(part: Part, run_ids: Sequence[str]) -> dict[str, str]:
     """The digest JSON of ``run_ids`` in one part, read from the row groups whose run-id range holds them."""
-    try:
-        f = _pq().ParquetFile(part.runs_file)
-    except FileNotFoundError:
-        raise PartVanished(str(part.runs_file)) from None
+    f = _open(part.runs_file)
     t = f.read_row_groups(_row_groups_holding(f.metadata, "run_id", run_ids), columns=["run_id", "digest_json"])
     rows = _where(t, _is_in(t["run_id"], run_ids)).to_pylist()
     return {r["run_id"]: r["digest_json"] for r in rows}
@@ -293,9 +287,15 @@ def _point(row: dict[str, Any]) -> GroupPoint:
 
 
 def _read(path: Path, columns: Sequence[str] | None) -> Any:
-    """One Parquet file as a table (ParquetFile: read_table would import pyarrow.dataset)."""
+    """One Parquet file as a table."""
+    return _open(path).read(columns=list(columns) if columns else None)
+
+
+def _open(path: Path) -> Any:
+    """One Parquet file opened (ParquetFile: read_table would import pyarrow.dataset); PartVanished when a
+    compaction deleted it."""
     try:
-        return _pq().ParquetFile(path).read(columns=list(columns) if columns else None)
+        return _pq().ParquetFile(path)
     except FileNotFoundError:
         raise PartVanished(str(path)) from None
 

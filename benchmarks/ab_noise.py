@@ -253,7 +253,7 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
     """``reportgen ab``: one command, one verdict."""
     proc, wall = reportgen("ab", "--base", str(base), "--head", str(head), "--scenario", SCENARIO_NAME, "--device", "cpu",
                            "--shape", opts.shape, "--variants", opts.variants, "--threshold", str(opts.threshold),
-                           "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
+                           "--precision", str(opts.precision), "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
                            "--max-seconds", str(opts.max_seconds), *_threads(opts), "--clock", opts.clock,
                            *({True: ["--huge-pages"], False: ["--no-huge-pages"]}.get(opts.huge_pages, [])),
                            "--format", "json", "--quiet", "--store", str(store))
@@ -407,6 +407,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variants", default="naive,fused")
     defaults = AbSettings()
     p.add_argument("--threshold", type=float, default=defaults.threshold_pct)
+    p.add_argument("--precision", type=float, default=defaults.precision_pct,
+                   help=f"interleaved: reportgen ab --precision (default {defaults.precision_pct:g}, as ab)")
     p.add_argument("--samples", type=int, default=50, help="blockwise: samples per variant per profile (default 50)")
     p.add_argument("--sessions", type=int, default=defaults.min_sessions,
                    help=f"interleaved: reportgen ab --sessions (default {defaults.min_sessions}, as ab)")

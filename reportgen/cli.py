@@ -242,6 +242,10 @@ def _add_ab(sub: Subcommands) -> None:
     p.add_argument("--memory-threshold", type=float, default=0.0,
                    help="growth of memory per call in percent that counts as a regression (default 0: any, where exact)")
     d = AbSettings()
+    p.add_argument("--precision", type=float, default=d.precision_pct,
+                   help="a 'no change' waits, within the budget, until its interval is at most ± this many percent "
+                   f"wide, so that its printed change can be read (default {d.precision_pct:g}; 0: stop at the "
+                   "first interval inside the threshold)")
     p.add_argument("--sessions", type=int, default=d.min_sessions,
                    help=f"sessions (fresh pairs of worker processes) before the first verdict (>= 6; default {d.min_sessions})")
     p.add_argument("--rounds", type=int, default=d.rounds_per_session,

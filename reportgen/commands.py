@@ -346,7 +346,7 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
     _check_memory_threshold(args.memory_threshold)
     settings = AbSettings(
         threshold_pct=config.threshold_pct if args.threshold is None else args.threshold,
-        memory_threshold_pct=args.memory_threshold,
+        precision_pct=args.precision, memory_threshold_pct=args.memory_threshold,
         min_sessions=args.sessions, rounds_per_session=args.rounds, max_seconds=args.max_seconds,
         samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
         dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, order_seed=args.order_seed,

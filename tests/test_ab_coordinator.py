@@ -229,7 +229,8 @@ def test_a_process_offset_is_never_read_as_a_change() -> None:
     assert all(r == pytest.approx(1.10) for r in stats.round_ratios[:2])  # session 1 alone looked like +10 %
     assert (stats.ci_low, stats.ci_high) == pytest.approx((0.90, 1.10)) and stats.process_noise_pct > 9
     assert p.result.verdict is AbVerdict.INCONCLUSIVE and p.result.exit_code is ExitCode.INCONCLUSIVE
-    small = pair({"naive": 100.0}, {"naive": 100.0}, process=lambda s: (1.02, 0.99, 1.01, 0.98, 1.03, 1.0)[s])
+    small = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings(precision_pct=0.0),
+                 process=lambda s: (1.02, 0.99, 1.01, 0.98, 1.03, 1.0)[s])
     assert small.result.verdict is AbVerdict.NO_CHANGE and small.result.sessions == 6
 
 
@@ -501,3 +502,42 @@ def test_a_scenario_on_one_side_only_is_new_or_removed() -> None:
     assert f"scenario {md_escape(HOSTILE)} is new in head" in text and "This is not a failure." in text
     doc = json.loads(render_scenario_only("tiny", "removed", COMMITS, "json"))
     assert doc["scenario_status"] == "removed"
+
+
+WOBBLE = (1.03, 0.97, 1.01, 0.99, 1.02, 0.98)
+"""Head's process offsets, session by session: identical code, sessions ±3 % apart (the interval after 6 sessions is
+inside ±5 % but ±3 % wide)."""
+
+
+def test_a_no_change_waits_for_an_interval_as_narrow_as_the_precision_asks() -> None:
+    def wobble(s: int) -> float:
+        return WOBBLE[s % len(WOBBLE)]
+
+    first = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, precision_pct=0.0), process=wobble).result
+    assert first.sessions == 6 and first.stop_reason == "decided"
+    wide = first.variants[0].stats
+    assert wide is not None and wide.verdict is AbVerdict.NO_CHANGE and wide.half_width_pct > 2.0
+    narrow = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, precision_pct=2.0), process=wobble).result
+    stats = narrow.variants[0].stats
+    assert narrow.stop_reason == "decided" and narrow.sessions > 6 and narrow.exit_code is ExitCode.OK
+    assert stats is not None and stats.verdict is AbVerdict.NO_CHANGE and stats.half_width_pct <= 2.0
+    # the budget still ends it: 6 sessions of 6 fake seconds fit 40 s, a seventh does not; inside ±5 %, so no change
+    short = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, max_seconds=40.0), process=wobble).result
+    assert short.sessions == 6 and short.stop_reason == "time budget"
+    assert short.verdict is AbVerdict.NO_CHANGE and short.exit_code is ExitCode.OK
+    text = render_ab_markdown(narrow, COMMITS, None)
+    assert "a *no change* waits, within the budget, for an interval at most ±2 % wide" in text
+    assert json.loads(ab_json(narrow, COMMITS, None))["precision_pct"] == 2.0
+
+
+def test_a_regression_stops_at_once_whatever_the_precision() -> None:
+    settings = replace(TWO_ROUNDS, precision_pct=0.5)
+    slower = pair({"naive": 100.0}, {"naive": 120.0}, settings,
+                  process=lambda s: WOBBLE[s % len(WOBBLE)]).result
+    assert slower.verdict is AbVerdict.REGRESSION and slower.sessions == 6 and slower.stop_reason == "decided"
+
+
+@pytest.mark.parametrize("precision", [-0.5, 5.0, 7.0])
+def test_a_precision_outside_zero_to_the_threshold_is_refused(precision: float) -> None:
+    with pytest.raises(UsageError, match=r"precision .*: must be at least 0 .* below the threshold \(5\)"):
+        AbSettings(precision_pct=precision).check()

@@ -84,3 +84,25 @@ def test_a_calibration_needs_an_interval_worth_of_sessions() -> None:
 def test_the_budget_holds_the_sessions_the_coordinator_would_start(budget: float, first: float, later: float,
                                                                     most: int, expected: int) -> None:
     assert budget_sessions(budget, first, later, most) == expected
+
+
+def test_the_replay_waits_for_a_narrow_no_change_as_the_gate_does() -> None:
+    """With a precision, a pair that is *no change* but wide goes on; at the budget's last session it stays *no
+    change* (inside the threshold), never *inconclusive*; regressions stop as before."""
+    logs = [math.log(r) for r in noise(0.03, n=40)]
+    plain = simulate(logs, 0.0, GateModel(6, 6, 5.0), 400, seed=2)
+    asked = simulate(logs, 0.0, GateModel(6, 6, 5.0, precision_pct=0.5), 400, seed=2)
+    assert asked == plain  # only 6 sessions fit: the precision cannot be waited for
+    longer = simulate(logs, 0.0, GateModel(6, 40, 5.0, precision_pct=1.0), 400, seed=2)
+    quick = simulate(logs, 0.0, GateModel(6, 40, 5.0), 400, seed=2)
+    assert longer["no change"] > 0.9 and longer["inconclusive"] <= quick["inconclusive"] + 0.05
+    # a change near the threshold: the quick gate takes an early, wide interval inside ±5 % as no change; waiting
+    # for a narrow one moves some of those pairs out of it (to inconclusive), as more sessions of a real 4 % would
+    near = [math.log(r) for r in noise(0.03, bias=0.04, n=40)]
+    waited = simulate(near, 0.0, GateModel(6, 40, 5.0, precision_pct=1.0), 400, seed=2)
+    hasty = simulate(near, 0.0, GateModel(6, 40, 5.0), 400, seed=2)
+    assert waited["no change"] < hasty["no change"] - 0.05
+    assert waited["inconclusive"] > hasty["inconclusive"]
+    slow = math.log(1.15)
+    assert (simulate(logs, slow, GateModel(6, 40, 5.0, precision_pct=1.0), 400, seed=2)["regression"]
+            == simulate(logs, slow, GateModel(6, 40, 5.0), 400, seed=2)["regression"])

@@ -70,7 +70,7 @@ def calibration_of(ratios: dict[str, tuple[float, ...]], session_s: tuple[float,
     seconds: the first one's, then the median later one's (seeded: the same sessions give the same figures)."""
     first, later = session_s[0], median(session_s[1:]) if len(session_s) > 1 else session_s[0]
     gate = GateModel(settings.min_sessions, budget_sessions(settings.max_seconds, first, later, settings.max_sessions),
-                     settings.threshold_pct)
+                     settings.threshold_pct, settings.precision_pct)
     variants = tuple(calibrate_variant(name, r, gate, SIMULATIONS, SEED) for name, r in ratios.items()
                      if len(r) >= MIN_SESSIONS_FOR_INTERVAL)
     return Calibration(gate, settings.max_seconds, first, later, variants, SIMULATIONS, SEED)

@@ -10,8 +10,9 @@ code differ by a fixed amount for their whole life (measured on a 2-core VM: up 
 cache-resident shape, ±2.5 % at the default shape), which rounds inside one pair of processes
 cannot see. So the process pair is the unit of the interval: after ``min_sessions`` sessions, and
 after every later one, the paired statistics over sessions (``analysis.paired.pair_stats``); while any
-variant is *inconclusive*, more sessions until the time budget (``max_seconds``, the whole
-measurement: loading, compiling and rounds) or ``max_sessions`` is spent.
+variant is *inconclusive*, or a *no change* whose interval is wider than ``precision_pct`` (``analysis.paired.settled``),
+more sessions until the time budget (``max_seconds``, the whole measurement: loading, compiling and rounds) or
+``max_sessions`` is spent.
 
 The first session decides the shape, the dtype, which variants are measured (new, removed,
 broken) and how many calls make one sample; later sessions reuse those.
@@ -41,7 +42,7 @@ from reportgen.ab.pair import (
 )
 from reportgen.ab.session import Session, SideFailed, Spawn, load_both, session_orders, session_rounds, warm
 from reportgen.ab.settings import ORDER_SEEDS, AbSettings
-from reportgen.analysis.paired import AbVerdict, PairStats, SessionRounds, pair_stats
+from reportgen.analysis.paired import PairStats, SessionRounds, pair_stats, settled
 from reportgen.errors import UsageError
 from reportgen.model.run import SessionOrder
 
@@ -125,7 +126,7 @@ class _Runner:
         while self.sessions < s.max_sessions:
             if self.sessions >= s.min_sessions:
                 stats = _stats(self.rounds, self.calls, s.threshold_pct)
-                if all(v.verdict is not AbVerdict.INCONCLUSIVE for v in stats.values()):
+                if all(settled(v, s.precision_pct) for v in stats.values()):
                     stop = "decided"
                     break
                 if self.clock() - t0 + last_session_s > s.max_seconds:

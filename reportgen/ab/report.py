@@ -179,6 +179,7 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "one_thread": _on_cpu(result) and result.settings.threads in (None, CPU_DEFAULT_THREADS),
         "budget": MdSafe(f"{result.settings.max_seconds:g}"),
         "threshold": MdSafe(f"{result.settings.threshold_pct:g} %"),
+        "precision": MdSafe(f"{result.settings.precision_pct:g} %") if result.settings.precision_pct else None,
         "max_noise": MdSafe(f"{max(max(s.base_noise_pct, s.head_noise_pct) for s in measured):.1f} %")
         if measured else None,
         "process_noise": MdSafe(f"{max(s.process_noise_pct for s in measured):.1f} %") if measured else None,
@@ -218,6 +219,7 @@ def ab_json(result: PairResult, commits: dict[str, GitInfo], stored: dict[str, s
         "memory": [to_jsonable(m) for m in result.memory],
         "method": result.method,
         "threshold_pct": result.settings.threshold_pct,
+        "precision_pct": result.settings.precision_pct,
         "stop_reason": result.stop_reason,
         "sessions": result.sessions,
         "rounds_s": result.rounds_s,

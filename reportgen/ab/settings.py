@@ -48,6 +48,10 @@ class AbSettings:
     """How a pair is measured and judged."""
 
     threshold_pct: float = 5.0
+    precision_pct: float = 2.0
+    """A *no change* ends the pair only once its interval's half-width is at most this (percent); until then, and
+    within the budget, sessions go on (``analysis.paired.settled``). 0: stop at the first interval inside the
+    threshold."""
     memory_threshold_pct: float = 0.0
     """Growth of an exact memory figure that counts as a regression (0: any; see reportgen.compare.memory)."""
     min_sessions: int = 6
@@ -89,6 +93,9 @@ class AbSettings:
         if not self.threshold_pct > 0:
             raise UsageError(f"threshold {self.threshold_pct:g}: must be a positive percentage, e.g. 5",
                              field="threshold")
+        if not 0 <= self.precision_pct < self.threshold_pct:
+            raise UsageError(f"precision {self.precision_pct:g}: must be at least 0 (0: stop at the first no change) "
+                             f"and below the threshold ({self.threshold_pct:g})", field="precision")
         if self.order_seed is not None and not 0 <= self.order_seed < ORDER_SEEDS:
             raise UsageError(f"order_seed {self.order_seed}: must be between 0 and {ORDER_SEEDS - 1} (a pair's "
                              "JSON and stored runs record the one it used)", field="order_seed")

@@ -6,8 +6,9 @@ of its method (a side that always goes first, a process offset), exactly what a 
 
 The gate is then replayed on that noise (a bootstrap of whole sessions, the unit of the gate's interval): a simulated
 pair draws sessions with replacement from the A/A ratios, one at a time, and stops as ``reportgen ab`` does (after
-``min_sessions``, as soon as the interval decides; at the latest when the budget's sessions are spent), judged by the
-same Hodges-Lehmann estimate, signed-rank interval and threshold rule (``reportgen.analysis.paired``):
+``min_sessions``, as soon as the interval decides and a *no change* is narrow enough; at the latest when the
+budget's sessions are spent), judged by the same Hodges-Lehmann estimate, signed-rank interval and threshold rule
+(``reportgen.analysis.paired``):
 
 - ``false_alarm_pct``: simulated A/A pairs that end *regression* or *improvement* at the threshold;
 - ``resolution_pct``: the smallest threshold at which at least ``DECIDE_RATE`` of simulated A/A pairs end *no change*
@@ -43,11 +44,13 @@ STEP_PCT = 0.1
 
 @dataclass(frozen=True)
 class GateModel:
-    """How ``reportgen ab`` stops: at least ``min_sessions``, at most ``budget_sessions`` (what the time budget holds)."""
+    """How ``reportgen ab`` stops: at least ``min_sessions``, at most ``budget_sessions`` (what the time budget holds);
+    a *no change* only once its interval's half-width is at most ``precision_pct`` (``analysis.paired.settled``)."""
 
     min_sessions: int
     budget_sessions: int
     threshold_pct: float
+    precision_pct: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,9 @@ def simulate(session_logs: Sequence[float], shift_log: float, gate: GateModel, s
             break
         _est, low, high = _hl_intervals(draws[open_, :n])
         lo, hi = np.log(low), np.log(high)
-        decided = np.where(lo >= up, "regression", np.where(hi <= down, "improvement",
-                                                             np.where((lo > down) & (hi < up), "no change", "")))
+        precise = (high - low) * 50.0 <= gate.precision_pct if gate.precision_pct else np.ones(len(low), dtype=bool)
+        decided = np.where(lo >= up, "regression", np.where(hi <= down, "improvement", np.where(
+            (lo > down) & (hi < up) & (precise | (n == most)), "no change", "")))
         if n == most:
             decided = np.where(decided == "", "inconclusive", decided)
         verdict[open_] = decided
@@ -161,7 +165,7 @@ def calibrate_variant(name: str, session_ratios: Sequence[float], gate: GateMode
     aa = simulate(logs, 0.0, gate, simulations, seed)
 
     def resolves(pct: float) -> bool:
-        at = GateModel(gate.min_sessions, gate.budget_sessions, pct)
+        at = GateModel(gate.min_sessions, gate.budget_sessions, pct, gate.precision_pct)
         return simulate(logs, 0.0, at, simulations, seed)["no change"] >= DECIDE_RATE
 
     def detects(pct: float) -> bool:

@@ -118,6 +118,11 @@ class PairStats:
     def ci_high_pct(self) -> float:
         return (self.ci_high - 1.0) * 100.0
 
+    @property
+    def half_width_pct(self) -> float:
+        """Half the interval's width, in percent of the ratio's scale: how far the estimate can be trusted."""
+        return (self.ci_high - self.ci_low) * 50.0
+
 
 def round_medians(rounds: Sequence[Sequence[float]]) -> tuple[float, ...]:
     """The median of each round's block of samples."""
@@ -186,6 +191,21 @@ def verdict_for(ci_low: float, ci_high: float, threshold_pct: float) -> AbVerdic
     if down < ci_low and ci_high < up:
         return AbVerdict.NO_CHANGE
     return AbVerdict.INCONCLUSIVE
+
+
+def settled(stats: PairStats, precision_pct: float) -> bool:
+    """Whether a pair may stop for this variant: its interval decides, and a *no change* is also narrow enough that
+    its estimate means something (half-width at most ``precision_pct``; 0 stops at the first *no change*).
+
+    Why: an interval inside ±5 % after 6-10 sessions can still be ±4 % wide; its estimate of identical code then lay
+    beyond ±1.5 % in about one A/A pair in five on this project's 2-core VM, and a reader takes the printed change at
+    its word. Of 260 recorded A/A estimates, 1 of the 61 with a half-width of at most 2 % lay beyond ±1.5 %, against
+    33 of the 199 wider ones (benchmarks/README.md, "A no change that waits for a narrow interval"). Regressions and
+    improvements stop at once: their sign is what the gate reports.
+    """
+    if stats.verdict is AbVerdict.INCONCLUSIVE:
+        return False
+    return stats.verdict is not AbVerdict.NO_CHANGE or not precision_pct or stats.half_width_pct <= precision_pct
 
 
 def round_ratios(session: SessionRounds) -> tuple[float, ...]:

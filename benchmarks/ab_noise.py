@@ -256,6 +256,7 @@ def interleaved(base: Path, head: Path, opts: argparse.Namespace, store: Path) -
                            "--precision", str(opts.precision), "--sessions", str(opts.sessions), "--rounds", str(opts.rounds),
                            "--max-seconds", str(opts.max_seconds), *_threads(opts), "--clock", opts.clock,
                            *({True: ["--huge-pages"], False: ["--no-huge-pages"]}.get(opts.huge_pages, [])),
+                           *({True: ["--same-cpu"], False: ["--no-same-cpu"]}.get(opts.same_cpu, [])),
                            "--format", "json", "--quiet", "--store", str(store))
     if proc.returncode not in (0, 1, 7):
         return {"error": f"ab: exit {proc.returncode}: {proc.stderr[-500:]}", "wall_s": wall}
@@ -424,6 +425,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--huge-pages", action=argparse.BooleanOptionalAction, default=None,
                    help="interleaved: reportgen ab --huge-pages or --no-huge-pages (default: ab's own, huge pages "
                    "where the kernel gives them on request)")
+    p.add_argument("--same-cpu", action=argparse.BooleanOptionalAction, default=None,
+                   help="interleaved: reportgen ab --same-cpu or --no-same-cpu (default: ab's own, both workers of a "
+                   "session on one CPU)")
     p.add_argument("--loads", default="idle,busy", help="idle and/or busy (one background spinning process)")
     p.add_argument("--methods", default="blockwise,interleaved")
     p.add_argument("--blockwise-cases", default="", help="cases the blockwise method judges, e.g. aa (default: all)")

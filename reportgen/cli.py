@@ -277,6 +277,9 @@ def _add_ab(sub: Subcommands) -> None:
                    help="CPU: both workers' torch allocator takes transparent huge pages for large tensors (default: "
                    "on where the kernel gives them on request; --no-huge-pages: 4 KiB pages) (THP_MEM_ALLOC_ENABLE=1): far "
                    "fewer page faults per call; see docs/ab-testing.md")
+    p.add_argument("--same-cpu", action=argparse.BooleanOptionalAction, default=d.same_cpu,
+                   help="CPU, one thread: both workers of a session run on one CPU, the sessions taking the CPUs in "
+                   "turn (default; --no-same-cpu: the scheduler places them); see docs/ab-testing.md")
     p.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p.add_argument("--output", type=Path, default=None, help="write to this file instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -352,7 +352,7 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
         dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, order_seed=args.order_seed,
         variants=variants,
         device=config.device if args.device is None else args.device, threads=args.threads, clock=args.clock,
-        huge_pages=args.huge_pages, params=tuple(sorted(parse_param_flags(args.param).items())),
+        huge_pages=args.huge_pages, same_cpu=args.same_cpu, params=tuple(sorted(parse_param_flags(args.param).items())),
         param_defaults=tuple(sorted(config.params.items())), calibrate=args.calibrate)
     return AbRequest(Path(args.base), Path(args.head), args.scenario, settings, args.output, args.format,
                      config.store, args.quiet, object_store=object_store(config))

@@ -16,8 +16,8 @@ from reportgen.ab.bundles import store_pair
 from reportgen.ab.coordinator import coordinate
 from reportgen.ab.pair import PairResult, VariantKind, sides_from
 from reportgen.ab.report import ab_json, render_ab_markdown, render_scenario_only
-from reportgen.ab.session import SideFailed, session_orders
-from reportgen.ab.settings import AbSettings
+from reportgen.ab.session import SideFailed, session_orders, usable_cpus
+from reportgen.ab.settings import AbSettings, session_cpu
 from reportgen.analysis.paired import AbVerdict
 from reportgen.errors import ExitCode, UsageError
 from reportgen.model.codec import to_jsonable
@@ -365,6 +365,25 @@ def test_both_sides_load_with_the_threads_asked_for() -> None:
     with pytest.raises(UsageError) as info:
         AbSettings(threads=0).check()
     assert info.value.as_flag_message() == "--threads 0: must be at least 1"
+
+
+def test_both_workers_of_a_session_are_sent_to_one_cpu_and_sessions_take_the_cpus_in_turn() -> None:
+    """A difference between two CPUs must not become a difference between the sides: each session's two workers get
+    the same CPU, and over sessions every usable CPU is used (in turn, not always the first)."""
+    assert [session_cpu(frozenset({3, 1}), s) for s in range(5)] == [1, 3, 1, 3, 1]
+    assert [session_cpu(frozenset({0}), s) for s in range(3)] == [0, 0, 0]
+    p = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, precision_pct=0.0))
+    cpus = sorted(usable_cpus())
+    loads = [m["cpu"] for _side, cmd, m in p.log if cmd == "load"]
+    per_session = [loads[i:i + 2] for i in range(0, len(loads), 2)]
+    assert len(per_session) == len(p.workers) >= 6
+    assert all(a == b for a, b in per_session)  # both sides of a session: the same CPU
+    assert [a for a, _b in per_session] == [cpus[s % len(cpus)] for s in range(len(per_session))]
+    free = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, same_cpu=False))
+    assert {m["cpu"] for _s, cmd, m in free.log if cmd == "load"} == {None}
+    said = "Both workers of a session ran on one CPU, the sessions taking the CPUs in turn"
+    assert said in render_ab_markdown(p.result, COMMITS, None)
+    assert said not in render_ab_markdown(free.result, COMMITS, None)
 
 
 def test_the_cpu_clock_is_asked_of_both_workers_and_named_in_the_method() -> None:

@@ -4,6 +4,7 @@ server that died fails the load with its own message."""
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -14,10 +15,29 @@ from reportgen.ab.process import DeadWorker, ForkedWorker, ForkServer
 from reportgen.ab.session import WorkerFailed
 
 
-def load(worker: ForkedWorker | DeadWorker, root: Path) -> dict[str, object]:
-    worker.send({"cmd": "load", "root": str(root), "scenario": "tiny", "device": "cpu", "threads": None,
-                 "clock": "wall"})
+def load(worker: ForkedWorker | DeadWorker, root: Path, threads: int | None = None,
+         cpu: int | None = None) -> dict[str, object]:
+    worker.send({"cmd": "load", "root": str(root), "scenario": "tiny", "device": "cpu", "threads": threads,
+                 "clock": "wall", "cpu": cpu})
     return worker.receive()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="the OS cannot pin a process to a CPU")
+def test_a_one_thread_cpu_worker_runs_on_the_cpu_it_is_given_and_a_multi_thread_one_where_it_likes(
+        tmp_path: Path) -> None:
+    checkout(tmp_path / "base", "base")
+    cpus = os.sched_getaffinity(0)
+    last = max(cpus)
+    server = ForkServer()
+    try:
+        one, many = server.fork("base"), server.fork("head")
+        pinned, free = load(one, tmp_path / "base", cpu=last), load(many, tmp_path / "base", threads=2, cpu=last)
+        assert pinned["cpu"] == last and os.sched_getaffinity(int(pinned["pid"])) == {last}  # type: ignore[call-overload]
+        assert free["cpu"] is None and os.sched_getaffinity(int(free["pid"])) == cpus  # type: ignore[call-overload]
+        for w in (one, many):
+            w.close()
+    finally:
+        server.close()
 
 
 def test_both_sides_are_forked_from_one_server_and_load_their_own_checkout(tmp_path: Path) -> None:

@@ -125,6 +125,7 @@ def _cpu_overrides(result: PairResult) -> MdSafe | None:
     s = result.settings
     flags = [f"--threads {s.threads}"] if s.threads not in (None, CPU_DEFAULT_THREADS) else []
     flags += ["--no-huge-pages"] if s.huge_pages is False else []
+    flags += ["--no-same-cpu"] if not s.same_cpu else []
     return MdSafe(" ".join(flags)) if flags and _on_cpu(result) else None
 
 
@@ -177,6 +178,7 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "still_inconclusive": verdict is AbVerdict.INCONCLUSIVE and not failed,
         "cpu_hint": _cpu_overrides(result),
         "one_thread": _on_cpu(result) and result.settings.threads in (None, CPU_DEFAULT_THREADS),
+        "same_cpu": result.settings.same_cpu,
         "budget": MdSafe(f"{result.settings.max_seconds:g}"),
         "threshold": MdSafe(f"{result.settings.threshold_pct:g} %"),
         "precision": MdSafe(f"{result.settings.precision_pct:g} %") if result.settings.precision_pct else None,

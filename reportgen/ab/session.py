@@ -6,13 +6,14 @@ A session is one fresh pair of worker processes (see ``coordinator``). Workers a
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, Protocol
 
 from reportgen.ab.pair import SIDES, RoundRecord, SideReport, sides_from
-from reportgen.ab.settings import AbSettings
+from reportgen.ab.settings import AbSettings, session_cpu
 from reportgen.errors import ReportgenError, UsageError
 from reportgen.model.run import SessionOrder
 
@@ -99,14 +100,22 @@ def _reply(worker: Worker, stage: str) -> dict[str, Any]:
     return reply
 
 
+def usable_cpus() -> frozenset[int]:
+    """The CPUs this process may run on (its affinity: taskset, cgroups); empty where the OS does not say (macOS)."""
+    getter = getattr(os, "sched_getaffinity", None)
+    return frozenset(getter(0)) if getter is not None else frozenset()
+
+
 def load_both(workers: dict[str, Worker], roots: dict[str, str], scenario: str,
               settings: AbSettings, order: SessionOrder) -> dict[str, SideReport]:
     """Send ``load`` to both (the side spawned first first), then read both: imports and set-up overlap."""
     sent: dict[str, WorkerFailed | None] = {}
+    cpus = usable_cpus()
+    cpu = session_cpu(cpus, order.session) if settings.same_cpu and cpus else None
     for side in order.spawn_sides:
         try:
             workers[side].send({"cmd": "load", "root": roots[side], "scenario": scenario, "device": settings.device,
-                                 "threads": settings.threads, "clock": settings.clock})
+                                 "threads": settings.threads, "clock": settings.clock, "cpu": cpu})
             sent[side] = None
         except WorkerFailed as exc:
             sent[side] = exc

@@ -43,12 +43,18 @@ ORDER_SEEDS = 2**32
 """Seeds of the sessions' orders: 0 .. 2**32 - 1 (a pair draws one when none is given)."""
 
 
+def session_cpu(cpus: frozenset[int] | set[int], session: int) -> int:
+    """The CPU both workers of session ``session`` (0-based) run on: the usable CPUs in turn, lowest first."""
+    ordered = sorted(cpus)
+    return ordered[session % len(ordered)]
+
+
 @dataclass(frozen=True)
 class AbSettings:
     """How a pair is measured and judged."""
 
     threshold_pct: float = 5.0
-    precision_pct: float = 2.0
+    precision_pct: float = 1.0
     """A *no change* ends the pair only once its interval's half-width is at most this (percent); until then, and
     within the budget, sessions go on (``analysis.paired.settled``). 0: stop at the first interval inside the
     threshold."""
@@ -77,6 +83,11 @@ class AbSettings:
     clock: str = "wall"  # "wall", or "cpu": each sample timed by the worker's CPU time (user + system, all threads)
     huge_pages: bool | None = None  # CPU: both workers' torch allocator asks for transparent huge pages
     # (HUGE_PAGES_ENV); None: where the kernel gives them on request (``thp_on_request``), False: never
+    same_cpu: bool = True
+    """CPU, one thread per worker: both workers of a session run on one CPU, the session's (``session_cpu``), so a
+    difference between this machine's CPUs is the same for both sides instead of a difference between them.
+    Sessions take the usable CPUs in turn. Measured on this project's 2-core VM: an A/A session's spread 5.9 % -> 2.5 %
+    (docs/ab-testing.md, "Both workers on one CPU"). False (``--no-same-cpu``): the scheduler places them."""
     thp_on_request: bool = False  # this kernel's THP mode is always or madvise (set by the command, not a flag)
     params: tuple[tuple[str, str], ...] = ()  # --param NAME=VALUE: each side's scenario must declare NAME
     param_defaults: tuple[tuple[str, str], ...] = ()  # the config's params: used where a side's scenario declares them

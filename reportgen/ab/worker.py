@@ -93,6 +93,19 @@ def _enter_checkout(root: Path) -> None:
     os.chdir(root)
 
 
+def pin_to_cpu(cpu: int | None, one_cpu_thread: bool) -> int | None:
+    """Run this worker on ``cpu`` only (the session's, both sides alike) when it measures one thread on the CPU;
+    the CPU it is pinned to, or None (not asked, not a one-thread CPU measurement, or the OS cannot pin)."""
+    setter = getattr(os, "sched_setaffinity", None)
+    if cpu is None or not one_cpu_thread or setter is None:
+        return None
+    try:
+        setter(0, {int(cpu)})
+    except OSError:  # a CPU this worker may not use (its own affinity narrower than the coordinator's)
+        return None
+    return int(cpu)
+
+
 def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     root = Path(msg["root"]).resolve()
     _enter_checkout(root)
@@ -106,6 +119,7 @@ def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
     threads = msg.get("threads") or (CPU_DEFAULT_THREADS if backend.kind is DeviceKind.CPU else None)
     if threads:
         torch.set_num_threads(int(threads))
+    pinned = pin_to_cpu(msg.get("cpu"), backend.kind is DeviceKind.CPU and threads == 1)
     state.clock = time.process_time_ns if msg.get("clock") == "cpu" else time.perf_counter_ns
     state.root, state.scenario, state.backend = root, scenario, backend
     env = fingerprint(torch, backend.device_name(), backend.environment_extras())
@@ -122,6 +136,7 @@ def _load(state: _State, msg: dict[str, Any]) -> dict[str, Any]:
         },
         "device": backend.kind.value,
         "pid": os.getpid(),
+        "cpu": pinned,
         "parent_pid": os.getppid(),
         "time_basis": backend.time_basis.value,
         "cache_flush_bytes": backend.cache_flush_bytes(),

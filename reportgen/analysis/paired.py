@@ -197,11 +197,11 @@ def settled(stats: PairStats, precision_pct: float) -> bool:
     """Whether a pair may stop for this variant: its interval decides, and a *no change* is also narrow enough that
     its estimate means something (half-width at most ``precision_pct``; 0 stops at the first *no change*).
 
-    Why: an interval inside ±5 % after 6-10 sessions can still be ±4 % wide; its estimate of identical code then lay
-    beyond ±1.5 % in about one A/A pair in five on this project's 2-core VM, and a reader takes the printed change at
-    its word. Of 260 recorded A/A estimates, 1 of the 61 with a half-width of at most 2 % lay beyond ±1.5 %, against
-    33 of the 199 wider ones (benchmarks/README.md, "A no change that waits for a narrow interval"). Regressions and
-    improvements stop at once: their sign is what the gate reports.
+    Why: an interval inside ±5 % after 6-12 sessions can still be ±4 % wide, and a reader takes the printed change
+    at its word. The half-width is about two standard errors, so waiting for ±P keeps an A/A estimate within ±1.5 P
+    about 99 times in 100. Replayed on the same recorded sessions, precision 0 left 21 of 80 unchanged estimates
+    beyond ±1.5 %, precision 2 left 13 (docs/ab-testing.md, "A no change waits for a narrow interval").
+    Regressions and improvements stop at once: their sign is what the gate reports.
     """
     if stats.verdict is AbVerdict.INCONCLUSIVE:
         return False

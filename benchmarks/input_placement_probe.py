@@ -25,7 +25,8 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 import torch  # noqa: E402
 
-OPS: dict[str, tuple[tuple[int, ...], Callable[[torch.Tensor], torch.Tensor]]] = {"mul": ((4, 1024, 1024), lambda x: x * 1.5), "sum": ((4096, 1024), lambda x: x.sum(-1))}
+OPS: dict[str, tuple[tuple[int, ...], Callable[[torch.Tensor], torch.Tensor]]] = {
+    "mul": ((4, 1024, 1024), lambda x: x * 1.5), "sum": ((4096, 1024), lambda x: x.sum(-1))}
 
 
 def huge_kib(ptr: int) -> int:

@@ -84,7 +84,9 @@ class FakeWorker:
         if self.load_error:
             return {"event": "error", "stage": "load", "message": self.load_error}
         variants = [{"name": n, "description": f"{n} on {self.side}", "compile": False} for n in self.times_us]
-        return {"event": "loaded", "device": self.device, "time_basis": "cpu" if self.device == "cpu" else "device",
+        # as the real worker (reportgen.ab.worker.pin_to_cpu): pinned where asked, on the CPU with one thread
+        pinned = msg.get("cpu") if self.device == "cpu" and msg.get("threads") in (None, 1) else None
+        return {"event": "loaded", "device": self.device, "cpu": pinned, "time_basis": "cpu" if self.device == "cpu" else "device",
                 "cache_flush_bytes": self.cache_flush_bytes, "environment": ENV,
                 "scenario": {"name": "tiny", "description": "a tiny scenario", "default_shape": list(self.default_shape),
                              "default_dtype": "float32", "dtypes": ["float32"], "variants": variants}}
@@ -382,8 +384,11 @@ def test_both_workers_of_a_session_are_sent_to_one_cpu_and_sessions_take_the_cpu
     free = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, same_cpu=False))
     assert {m["cpu"] for _s, cmd, m in free.log if cmd == "load"} == {None}
     said = "Both workers of a session ran on one CPU, the sessions taking the CPUs in turn"
+    assert p.result.base.cpu == p.result.head.cpu == cpus[0]  # as the workers said: the first session's CPU
     assert said in render_ab_markdown(p.result, COMMITS, None)
-    assert said not in render_ab_markdown(free.result, COMMITS, None)
+    assert free.result.base.cpu is None and said not in render_ab_markdown(free.result, COMMITS, None)
+    unpinned = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, threads=2))  # never pinned with 2 threads
+    assert unpinned.result.head.cpu is None and said not in render_ab_markdown(unpinned.result, COMMITS, None)
 
 
 def test_the_cpu_clock_is_asked_of_both_workers_and_named_in_the_method() -> None:

@@ -48,6 +48,7 @@ class SideReport:
     dtypes: tuple[str, ...] = ()
     descriptions: dict[str, str] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)  # the scenario parameters the side measured with, shown
+    cpu: int | None = None  # the CPU the first session's worker was pinned to (None: not pinned; AbSettings.same_cpu)
     error: str | None = None
     error_stage: str | None = None
 

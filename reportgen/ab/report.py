@@ -178,7 +178,7 @@ def comment_context(result: PairResult, commits: dict[str, GitInfo], stored: dic
         "still_inconclusive": verdict is AbVerdict.INCONCLUSIVE and not failed,
         "cpu_hint": _cpu_overrides(result),
         "one_thread": _on_cpu(result) and result.settings.threads in (None, CPU_DEFAULT_THREADS),
-        "same_cpu": result.settings.same_cpu,
+        "same_cpu": result.base.cpu is not None and result.base.cpu == result.head.cpu,
         "budget": MdSafe(f"{result.settings.max_seconds:g}"),
         "threshold": MdSafe(f"{result.settings.threshold_pct:g} %"),
         "precision": MdSafe(f"{result.settings.precision_pct:g} %") if result.settings.precision_pct else None,

@@ -157,6 +157,7 @@ def _side_report(side: str, reply: dict[str, Any]) -> SideReport:
         default_shape=tuple(int(d) for d in sc["default_shape"]), default_dtype=sc["default_dtype"],
         dtypes=tuple(sc.get("dtypes", ())),
         descriptions={v["name"]: v["description"] for v in sc["variants"]},
+        cpu=reply.get("cpu"),
     )
 
 

@@ -86,7 +86,8 @@ class FakeWorker:
         variants = [{"name": n, "description": f"{n} on {self.side}", "compile": False} for n in self.times_us]
         # as the real worker (reportgen.ab.worker.pin_to_cpu): pinned where asked, on the CPU with one thread
         pinned = msg.get("cpu") if self.device == "cpu" and msg.get("threads") in (None, 1) else None
-        return {"event": "loaded", "device": self.device, "cpu": pinned, "time_basis": "cpu" if self.device == "cpu" else "device",
+        return {"event": "loaded", "device": self.device, "cpu": pinned,
+                "time_basis": "cpu" if self.device == "cpu" else "device",
                 "cache_flush_bytes": self.cache_flush_bytes, "environment": ENV,
                 "scenario": {"name": "tiny", "description": "a tiny scenario", "default_shape": list(self.default_shape),
                              "default_dtype": "float32", "dtypes": ["float32"], "variants": variants}}

@@ -242,7 +242,8 @@ def test_pull_request_mode_runs_ab_comments_once_and_gates(tmp_path: Path, api: 
     assert "| fused\\_inplace | — | — | — | — | :red_circle: broken in head: wrong result against the reference |" in body
     assert "Scenario **add\\_rmsnorm** (shape 4\\,64, float32) on **cpu**" in body  # found through the config
     assert f"base {base_sha[:12]} vs head {head_sha[:12]}" in body
-    assert "Threshold 50 %." in body and re.search(r"\*\*6 sessions\*\* \(fresh pairs of worker processes\) of 2 rounds, "
+    assert "Threshold 50 %; a *no change* waits, within the budget, for an interval at most ±1 % wide." in body
+    assert re.search(r"\*\*6 sessions\*\* \(fresh pairs of worker processes\) of 2 rounds, "
                                                    r"\*\*12 rounds\*\* in all, in ABBA order, 3 samples per variant", body)
     comment_file = Path((tmp_path / "runner-temp" / "output").read_text().split("comment=")[1].strip())
     assert comment_file.read_text() == body

@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, AbVerdict, session_interval, verdict_for
+from reportgen.ab.settings import AbSettings
+from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, interval_settled, session_interval
 
-MIN_SESSIONS = 6
-"""``reportgen ab``'s default ``--sessions``: the first look."""
+FIRST_LOOK = max(AbSettings().min_sessions, MIN_SESSIONS_FOR_INTERVAL)
+"""``reportgen ab``'s first look: after its default ``--sessions``."""
 
 BINS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
 
@@ -64,18 +65,11 @@ def replay(run: dict[str, Any], precision: float, threshold: float) -> tuple[dic
     recorded pair; the sessions it took; and whether the recording ran out first."""
     changes = {name: v["session_changes_pct"] for name, v in run["variants"].items()}
     last = min(len(c) for c in changes.values())
-    for n in range(max(MIN_SESSIONS, MIN_SESSIONS_FOR_INTERVAL), last + 1):
+    for n in range(FIRST_LOOK, last + 1):
         looks = {name: session_interval([1.0 + x / 100.0 for x in c[:n]]) for name, c in changes.items()}
-        if all(_settled(est, low, high, precision, threshold) for est, low, high, _ in looks.values()):
+        if all(interval_settled(low, high, threshold, precision) for _est, low, high, _ in looks.values()):
             return {name: (est - 1.0) * 100.0 for name, (est, *_rest) in looks.items()}, n, False
     return {name: (est - 1.0) * 100.0 for name, (est, *_rest) in looks.items()}, last, True
-
-
-def _settled(est: float, low: float, high: float, precision: float, threshold: float) -> bool:
-    verdict = verdict_for(low, high, threshold)
-    if verdict is AbVerdict.INCONCLUSIVE:
-        return False
-    return verdict is not AbVerdict.NO_CHANGE or not precision or (high - low) * 50.0 <= precision
 
 
 def replay_table(docs: list[dict[str, Any]], precisions: list[float], within: float) -> list[str]:

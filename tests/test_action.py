@@ -244,7 +244,7 @@ def test_pull_request_mode_runs_ab_comments_once_and_gates(tmp_path: Path, api: 
     assert f"base {base_sha[:12]} vs head {head_sha[:12]}" in body
     assert "Threshold 50 %; a *no change* waits, within the budget, for an interval at most ±1 % wide." in body
     assert re.search(r"\*\*6 sessions\*\* \(fresh pairs of worker processes\) of 2 rounds, "
-                                                   r"\*\*12 rounds\*\* in all, in ABBA order, 3 samples per variant", body)
+                     r"\*\*12 rounds\*\* in all, in ABBA order, 3 samples per variant", body)
     comment_file = Path((tmp_path / "runner-temp" / "output").read_text().split("comment=")[1].strip())
     assert comment_file.read_text() == body
     assert git(work, "worktree", "list").count("\n") == 0  # the base worktree is removed

@@ -6,6 +6,7 @@ coordinator or the statistics.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL
@@ -43,7 +44,7 @@ ORDER_SEEDS = 2**32
 """Seeds of the sessions' orders: 0 .. 2**32 - 1 (a pair draws one when none is given)."""
 
 
-def session_cpu(cpus: frozenset[int] | set[int], session: int) -> int:
+def session_cpu(cpus: AbstractSet[int], session: int) -> int:
     """The CPU both workers of session ``session`` (0-based) run on: the usable CPUs in turn, lowest first."""
     ordered = sorted(cpus)
     return ordered[session % len(ordered)]

@@ -129,6 +129,7 @@ def simulate(session_logs: Sequence[float], shift_log: float, gate: GateModel, s
             break
         _est, low, high = _hl_intervals(draws[open_, :n])
         lo, hi = np.log(low), np.log(high)
+        # paired.interval_settled, vectorised over the open pairs
         precise = (high - low) * 50.0 <= gate.precision_pct if gate.precision_pct else np.ones(len(low), dtype=bool)
         decided = np.where(lo >= up, "regression", np.where(hi <= down, "improvement", np.where(
             (lo > down) & (hi < up) & (precise | (n == most)), "no change", "")))

@@ -198,14 +198,20 @@ def settled(stats: PairStats, precision_pct: float) -> bool:
     its estimate means something (half-width at most ``precision_pct``; 0 stops at the first *no change*).
 
     Why: an interval inside ±5 % after 6-12 sessions can still be ±4 % wide, and a reader takes the printed change
-    at its word. The half-width is about two standard errors, so waiting for ±P keeps an A/A estimate within ±1.5 P
-    about 99 times in 100. Replayed on the same recorded sessions, precision 0 left 21 of 80 unchanged estimates
-    beyond ±1.5 %, precision 2 left 13 (docs/ab-testing.md, "A no change waits for a narrow interval").
-    Regressions and improvements stop at once: their sign is what the gate reports.
+    at its word. The half-width is about two standard errors, so (for a normal estimate) waiting for ±P keeps an
+    A/A estimate within ±1.5 P about 99 times in 100. Replayed on the same recorded sessions, precision 0 left 21 of
+    80 unchanged estimates beyond ±1.5 %, precision 2 left 13 (docs/ab-testing.md, "A no change waits for a narrow
+    interval"). Regressions and improvements stop at once: their sign is what the gate reports.
     """
-    if stats.verdict is AbVerdict.INCONCLUSIVE:
+    return interval_settled(stats.ci_low, stats.ci_high, stats.threshold_pct, precision_pct)
+
+
+def interval_settled(ci_low: float, ci_high: float, threshold_pct: float, precision_pct: float) -> bool:
+    """:func:`settled` of an interval of the ratio, for callers that hold no :class:`PairStats` (replays)."""
+    verdict = verdict_for(ci_low, ci_high, threshold_pct)
+    if verdict is AbVerdict.INCONCLUSIVE:
         return False
-    return stats.verdict is not AbVerdict.NO_CHANGE or not precision_pct or stats.half_width_pct <= precision_pct
+    return verdict is not AbVerdict.NO_CHANGE or not precision_pct or (ci_high - ci_low) * 50.0 <= precision_pct
 
 
 def round_ratios(session: SessionRounds) -> tuple[float, ...]:

@@ -43,8 +43,8 @@ AB_EPILOG = """Base and head are measured in one job, on one device, each side i
 own checkout's scenario (and the user's package from that tree), in interleaved rounds (ABBA order), in several
 sessions: each session is a fresh pair of worker processes (two processes running the same code differ by a fixed
 amount for their whole life). Per round and variant: the median of each side's block and the ratio head/base; per
-session, the median of its rounds' ratios; a 95 % interval over sessions (Wilcoxon signed-rank, Hodges-Lehmann,
-on the logs of the session ratios).
+session, the Hodges-Lehmann centre of its ABBA pairs of rounds' ratios; a 95 % interval over sessions (Wilcoxon
+signed-rank, Hodges-Lehmann, on the logs of the session ratios).
 Regression/improvement only when the whole interval lies beyond +/- --threshold; no change when inside; while
 inconclusive, more sessions up to --max-seconds. See docs/ab-testing.md.
 

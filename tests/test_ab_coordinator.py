@@ -157,12 +157,13 @@ def block_sides(log: list[tuple[str, str, dict[str, Any]]]) -> str:
 
 
 def planned_blocks(orders: tuple[SessionOrder, ...], rounds: int) -> str:
-    """What the recorded orders say the blocks were: per session, a priming round and ``rounds`` rounds, ABBA from
-    the side that opens it."""
+    """What the recorded orders say the blocks were: per session, a priming round that ends with the side that
+    opens (so round 0's first side runs right after its own block, as every later round's does), then ``rounds``
+    rounds, ABBA from that side."""
     out = ""
     for order in orders:
         ab = "".join(side[0].upper() for side in sides_from(order.opens))
-        out += ab + "".join(ab if i % 2 == 0 else ab[::-1] for i in range(rounds))
+        out += ab[::-1] + "".join(ab if i % 2 == 0 else ab[::-1] for i in range(rounds))
     return out
 
 

@@ -25,6 +25,7 @@ from reportgen.analysis.paired import (
     pair_stats,
     robust_spread_pct,
     session_interval,
+    session_ratio,
     signed_rank_counts,
     signed_rank_rank,
     verdict_for,
@@ -159,19 +160,52 @@ def test_same_code_with_a_systematic_one_percent_is_no_change() -> None:
     assert 0.95 < s.ci_low <= s.ratio <= s.ci_high < 1.05
 
 
-def test_a_session_is_the_median_of_its_rounds_and_the_interval_is_over_sessions() -> None:
+def test_a_session_is_the_centre_of_its_abba_pairs_and_the_interval_is_over_sessions() -> None:
     """Six sessions of four rounds: each session's rounds agree closely (within-session noise is small) but the
     sessions differ (one process pair is 9 % off): the interval spans the sessions, not the rounds."""
-    per_round = [[1.09, 1.10, 1.11, 1.10], [0.99, 1.0, 1.0, 1.01], [0.90, 0.91, 0.92, 0.91],
-                 [1.0, 1.0, 1.0, 1.0], [1.02, 1.03, 1.03, 1.04], [0.97, 0.98, 0.98, 0.99]]
+    offsets = [1.10, 1.0, 0.91, 1.0, 1.03, 0.98]
+    per_round = [[o * 1.01, o / 1.01, o * 1.02, o / 1.02] for o in offsets]  # each ABBA pair's geometric mean is o
     ratios = [r for session in per_round for r in session]
     base, head = blocks([128.0] * 24), blocks([128.0 * r for r in ratios])
     s = pair_stats(sessions_of(base, head, per_session=4), 5.0)
     assert s.rounds == 24 and s.sessions == 6
-    assert s.session_ratios == pytest.approx((1.10, 1.0, 0.91, 1.0, 1.03, 0.98), rel=1e-12)
+    assert s.session_ratios == pytest.approx(offsets, rel=1e-12)
     assert (s.ci_low, s.ci_high) == pytest.approx((0.91, 1.10), rel=1e-12)  # n = 6: min and max, 96.9 %
     assert s.verdict is AbVerdict.INCONCLUSIVE  # a round-level interval of these 24 would have said no change
     assert s.process_noise_pct == pytest.approx(robust_spread_pct(s.session_ratios))
+
+
+def test_the_position_in_a_round_cancels_within_each_abba_pair() -> None:
+    """The side that runs first in a round is 26 % faster (its input still cached): the rounds' ratios are r*p and
+    r/p in turn. Each session's ratio is r exactly, whichever rounds the noise moved; the median of the rounds'
+    ratios would have been anywhere between r/p and r*p."""
+    p, r = 1.35, 1.02
+    noise = [1.0, 1.03, 0.97, 1.01, 0.99, 1.02, 0.98, 1.0]
+    sessions = []
+    for k in range(6):
+        ratios = [r * (p * noise[(i // 2 + k) % 8]) ** (1 if i % 2 == 0 else -1)
+                  for i in range(8)]  # round 2j's noise undone in round 2j+1: each pair's mean is r
+        sessions.append(SessionRounds(tuple((128.0,) for _ in ratios), tuple((128.0 * x,) for x in ratios)))
+    s = pair_stats(sessions, 5.0)
+    assert s.session_ratios == pytest.approx([r] * 6, rel=1e-12)
+    assert s.verdict is AbVerdict.NO_CHANGE
+    first = median(s.round_ratios[:8])  # what a median of the rounds would have said of session 1: between modes
+    assert abs(math.log(first / r)) > 0.03
+
+
+def test_one_wild_round_moves_a_session_little() -> None:
+    """Sixteen rounds, one preempted (6x): the session's ratio stays inside the range of the other pairs' means."""
+    ratios = {i: 1.0 + 0.01 * ((i * 7) % 5 - 2) for i in range(16)}
+    calm = session_ratio(ratios)
+    ratios[5] = 6.0
+    wild = session_ratio(ratios)
+    pair_means = [math.sqrt(ratios[2 * j] * ratios[2 * j + 1]) for j in range(8) if j != 2]
+    assert min(pair_means) <= wild <= max(pair_means)
+    assert abs(math.log(wild / calm)) < 0.02
+    with pytest.raises(ValueError):
+        session_ratio({})
+    with pytest.raises(ValueError):
+        session_ratio({0: 0.0})
 
 
 def test_improvement_needs_the_whole_interval_below() -> None:

@@ -185,11 +185,15 @@ def _replace(report: SideReport, **changes: Any) -> SideReport:
 def session_rounds(workers: dict[str, Worker], calls: dict[str, int], settings: AbSettings,
                    order: SessionOrder) -> tuple[RoundRecord, ...]:
     """One priming round (after the other side's warm-up, caches and clocks settle: not recorded), then the
-    session's rounds in ABBA order, ``order.opens`` first."""
+    session's rounds in ABBA order, ``order.opens`` first.
+
+    The priming round runs in an odd round's order, so it ends with the side that opens round 0: every recorded
+    round's first side then runs right after its own previous block, as in every later round, and each ABBA pair
+    (``analysis.paired.session_ratio``) holds one round with each side in that position."""
     block = {"cmd": "block", "samples": settings.samples_per_block, "discard": settings.discard_per_block,
              "calls": calls}
     for _ in range(PRIMING_ROUNDS):
-        _one_round(workers, block, order, 0)
+        _one_round(workers, block, order, 1)
     return tuple(_one_round(workers, block, order, i) for i in range(settings.rounds_per_session))
 
 

@@ -158,5 +158,5 @@ def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wa
     return (f"{timed}{device}{flushed}{cores}{huge}median of each side's block of {samples_per_block} {noun}{untimed} "
             "per variant per round, ratio head/base per round, rounds in ABBA order, which side is started first and "
             "which opens drawn per session (balanced over each two); each session (a fresh pair of "
-            "worker processes) gives the median of its rounds' ratios; Wilcoxon signed-rank 95 % interval "
+            "worker processes) gives the centre of its ABBA pairs of rounds' ratios; Wilcoxon signed-rank 95 % interval "
             "(Hodges-Lehmann, exact null distribution) for the centre of the logs of the sessions' ratios")

@@ -3,14 +3,18 @@
 A *round* holds one block of timing samples per side (base, head), taken back to back in
 ABBA order. Per round and side the block's median is taken; the round's ratio is
 ``median(head) / median(base)``. Slow drift of the machine (clock, thermal, other tenants)
-moves both sides of a round together, so it cancels in the ratio; the ABBA order cancels a
-linear trend inside a pair of rounds too.
+moves both sides of a round together, so it cancels in the ratio. Rounds 2k and 2k+1 are an ABBA
+pair: each side runs first in one of them, so the pair's geometric mean ratio cancels what the
+position in a round does to a side, and a linear trend inside the pair. The position matters: the side
+that runs first in a round ran last in the round before, back to back, and finds its input still in
+the cache the other process evicts (a row sum over 16 MiB on a 2-core VM: the first side 26 % faster
+than the second, in every round; docs/ab-testing.md, "ABBA pairs of rounds").
 
 A *session* is one pair of worker processes. Two processes running the same code differ by an
 amount fixed for their lifetime (memory placement, core, allocator state; measured on a 2-core VM:
 up to ±20 % at a cache-resident shape), identical in every round of the session, so rounds of
-one session cannot measure it. The session is therefore the unit: a session's ratio is the median
-of its rounds' ratios, and the interval is over sessions.
+one session cannot measure it. The session is therefore the unit: a session's ratio is the
+Hodges-Lehmann centre of its ABBA pairs' ratios (:func:`session_ratio`), and the interval is over sessions.
 
 Interval method: the Wilcoxon signed-rank 95 % interval (Hodges-Lehmann) for the centre of the
 logarithms of the per-session ratios: form the n(n+1)/2 Walsh averages (x_i + x_j)/2, i <= j, of the
@@ -29,9 +33,10 @@ efficiency 0.955 against 0.637); re-scored on the recorded idle benchmark sessio
 of 10 injected 10 % slowdowns where the sign test detected 6, with no A/A verdict changed to a
 regression (benchmarks/README.md).
 
-Outliers: a session's ratio is the median of its rounds' ratios, so one preempted block is
-ignored; a wild session (0.2 or 6, as single rounds gave under load) needs at least half its
-rounds disturbed. One wild session pulls the interval's end on its own side towards it, so the
+Outliers: a session's ratio is the Hodges-Lehmann centre of its ABBA pairs' ratios, so one preempted
+block (one pair) moves only the n of its n(n+1)/2 Walsh averages that hold it, and the centre stays within
+the others' range; a wild session (0.2 or 6, as single rounds gave under load) needs about 29 % of its
+pairs disturbed. One wild session pulls the interval's end on its own side towards it, so the
 pair comes out inconclusive and runs more sessions. It moves the opposite end by at most n
 Walsh averages, no further than the k-th smallest (largest) Walsh average of the other sessions
 alone. The sign test moves by one order statistic; the signed-rank interval breaks down sooner
@@ -48,7 +53,7 @@ it lies strictly inside, *inconclusive* when it straddles either edge.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -81,7 +86,7 @@ class PairStats:
     """One variant's paired result over ``rounds`` rounds in ``sessions`` sessions.
 
     ``ratio`` is the Hodges-Lehmann estimate over the per-session ratios head/base (``session_ratios``, each
-    the median of that session's per-round ratios); ``ci_low``/``ci_high`` its signed-rank interval, whose
+    the centre of its ABBA pairs' ratios, :func:`session_ratio`); ``ci_low``/``ci_high`` its signed-rank interval, whose
     exact coverage (>= 95 %) is ``coverage``. ``base_noise_pct``/``head_noise_pct`` are the pair's own noise: the robust
     spread (1.4826 x MAD of the logs, in percent, about a coefficient of variation) of one side's round
     medians. ``ratio_noise_pct``: the same for the per-round ratios; ``process_noise_pct``: for the
@@ -224,12 +229,32 @@ def round_ratios(session: SessionRounds) -> tuple[float, ...]:
     return tuple(h / b for h, b in zip(head_med, base_med, strict=True))
 
 
+def session_ratio(ratios: Mapping[int, float]) -> float:
+    """A session's ratio from its rounds' ratios (round index -> ratio): the Hodges-Lehmann centre (median of the
+    Walsh averages) of the logs of its ABBA pairs' ratios, a pair (rounds 2k and 2k+1, each side first in one of
+    them) giving the geometric mean of its two ratios; a round whose partner is missing counts alone.
+
+    Not the median of the rounds' ratios: where the position in a round moves a side by a factor p, those ratios
+    are r*p and r/p in turn, and their median lies anywhere between the two; a pair's mean is r. Over the pairs,
+    the Hodges-Lehmann centre keeps the median's indifference to one wild round and is less noisy than the median
+    with few values (measured: benchmarks/session_estimator.py, docs/ab-testing.md "ABBA pairs of rounds").
+    """
+    if not ratios:
+        raise ValueError("a session needs at least one round")
+    pairs: dict[int, list[float]] = {}
+    for index, r in ratios.items():
+        if not r > 0:
+            raise ValueError("round ratios must be positive")
+        pairs.setdefault(index // 2, []).append(math.log(r))
+    return math.exp(median(walsh_averages([sum(logs) / len(logs) for logs in pairs.values()])))
+
+
 def pair_stats(sessions: Sequence[SessionRounds], threshold_pct: float) -> PairStats:
     """Paired statistics of one variant over its sessions (see the module docstring)."""
     if threshold_pct <= 0:
         raise ValueError("threshold_pct must be positive")
     per_session = [round_ratios(s) for s in sessions]
-    session_ratios = tuple(median(r) for r in per_session)
+    session_ratios = tuple(session_ratio(dict(enumerate(r))) for r in per_session)
     ratio, low, high, coverage = session_interval(session_ratios)
     base_med = tuple(m for s in sessions for m in round_medians(s.base))
     head_med = tuple(m for s in sessions for m in round_medians(s.head))

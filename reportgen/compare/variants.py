@@ -27,8 +27,8 @@ from reportgen.analysis.drift import (
     not_interleaved_note,
     widen_by_sd,
 )
-from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, session_interval
-from reportgen.analysis.stats import median, median_or_none, ratio_of_medians
+from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, session_interval, session_ratio
+from reportgen.analysis.stats import median_or_none, ratio_of_medians
 from reportgen.compare.model import Outcome, Pairing, ShapeChange, VariantChange
 from reportgen.model.run import AbInfo, AbRound, Run, VariantResult, VariantStatus
 
@@ -122,7 +122,7 @@ def _widened(sides: Sides, variant: str, ratio: float, low: float, high: float) 
 
 def _paired_interval(sides: Sides, variant: str) -> tuple[float, float, float, int] | None:
     """(ratio, low, high, sessions): the signed-rank interval over the A/B pair's sessions (as ``reportgen ab``
-    computes it: per round a ratio of block medians, per session the median of its rounds' ratios); None when the
+    computes it: per round a ratio of block medians, per session ``paired.session_ratio`` of them); None when the
     rounds do not hold enough sessions with blocks of ``variant`` on both sides (a pair stored before sessions
     existed has one)."""
     b_ab, h_ab = sides.base.ab, sides.head.ab
@@ -136,13 +136,13 @@ def _paired_interval(sides: Sides, variant: str) -> tuple[float, float, float, i
 
 
 def stored_session_ratios(base: AbInfo, head: AbInfo, variant: str) -> tuple[float, ...]:
-    """Per session of a stored A/B pair, the median of its rounds' ratios head/base of ``variant``'s block medians
-    (as ``reportgen ab`` computed them), in session order."""
+    """Per session of a stored A/B pair, ``paired.session_ratio`` of its rounds' ratios head/base of ``variant``'s
+    block medians (as ``reportgen ab`` computes them), in session order."""
     base_medians, head_medians = _round_medians(base.rounds, variant), _round_medians(head.rounds, variant)
-    by_session: dict[int, list[float]] = {}
+    by_session: dict[int, dict[int, float]] = {}
     for key in sorted(set(base_medians) & set(head_medians)):
-        by_session.setdefault(key[0], []).append(head_medians[key] / base_medians[key])
-    return tuple(median(r) for r in by_session.values())
+        by_session.setdefault(key[0], {})[key[1]] = head_medians[key] / base_medians[key]
+    return tuple(session_ratio(r) for r in by_session.values())
 
 
 def _round_medians(rounds: Sequence[AbRound], variant: str) -> dict[tuple[int, int], float]:

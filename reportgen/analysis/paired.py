@@ -7,8 +7,8 @@ moves both sides of a round together, so it cancels in the ratio. Rounds 2k and 
 pair: each side runs first in one of them, so the pair's geometric mean ratio cancels what the
 position in a round does to a side, and a linear trend inside the pair. The position matters: the side
 that runs first in a round ran last in the round before, back to back, and finds its input still in
-the cache the other process evicts (a row sum over 16 MiB on a 2-core VM: the first side 26 % faster
-than the second, in every round; docs/ab-testing.md, "ABBA pairs of rounds").
+the cache the other process evicts (a row sum over 16 MiB on a 2-core VM: the first side 12-19 % faster
+than the second in 6 of 6 A/A pairs; docs/ab-testing.md, "ABBA pairs of rounds").
 
 A *session* is one pair of worker processes. Two processes running the same code differ by an
 amount fixed for their lifetime (memory placement, core, allocator state; measured on a 2-core VM:
@@ -236,8 +236,8 @@ def session_ratio(ratios: Mapping[int, float]) -> float:
 
     Not the median of the rounds' ratios: where the position in a round moves a side by a factor p, those ratios
     are r*p and r/p in turn, and their median lies anywhere between the two; a pair's mean is r. Over the pairs,
-    the Hodges-Lehmann centre keeps the median's indifference to one wild round and is less noisy than the median
-    with few values (measured: benchmarks/session_estimator.py, docs/ab-testing.md "ABBA pairs of rounds").
+    the Hodges-Lehmann centre stays within the other pairs' range whatever one wild round did, and is less noisy
+    than their median (measured: benchmarks/session_estimator.py, docs/ab-testing.md "ABBA pairs of rounds").
     """
     if not ratios:
         raise ValueError("a session needs at least one round")

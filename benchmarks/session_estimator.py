@@ -12,8 +12,9 @@ better. Also per pair: how much faster the side that runs first in a round is th
 that the pairs cancel), and the spread of the pairs' ratios within sessions. Each session's rounds' log ratios are
 recorded, so other estimators can be scored on the same sessions later.
 
-    .venv/bin/python benchmarks/session_estimator.py --scenario reduction --pairs 4 --sessions 30 \\
+    .venv/bin/python benchmarks/session_estimator.py --scenario reduction --pairs 6 --sessions 30 \\
         --out benchmarks/results/session_estimator_reduction.json
+    .venv/bin/python benchmarks/session_estimator.py --replay benchmarks/results/session_estimator_*.json
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 from ab_noise import KINDS, SCENARIO_NAME, make_checkout, reportgen  # beside this script
 from machine import reference_loop_s
 
-from reportgen.analysis.paired import walsh_averages
+from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, interval_settled, session_interval, walsh_averages
 
 
 def _pairs(logs: Sequence[float]) -> list[float]:
@@ -77,14 +78,44 @@ def score(sessions: list[list[float]], position: list[float]) -> dict[str, Any]:
     return out
 
 
+def settled_after(pair: dict[str, Any], estimator: Callable[[Sequence[float]], float], threshold_pct: float,
+                  precision_pct: float) -> int | None:
+    """The sessions after which ``reportgen ab``'s stopping rule (every variant's interval settled, as
+    ``analysis.paired.interval_settled``) would have ended this recorded pair, scoring sessions by ``estimator``;
+    None: not within its sessions."""
+    variants = list(pair["variants"].values())
+    for n in range(MIN_SESSIONS_FOR_INTERVAL, len(variants[0]["round_logs"]) + 1):
+        ends = [session_interval([math.exp(estimator(s)) for s in v["round_logs"][:n]])[1:3] for v in variants]
+        if all(interval_settled(low, high, threshold_pct, precision_pct) for low, high in ends):
+            return n
+    return None
+
+
+def replay(paths: Sequence[Path], threshold_pct: float, precision_pct: float) -> None:
+    """Print, per result file and estimator, after how many sessions each recorded pair would have stopped."""
+    for path in paths:
+        doc = json.loads(path.read_text())
+        for name, fn in ESTIMATORS.items():
+            print(f"{path.name} {name}: " + ", ".join(str(settled_after(p, fn, threshold_pct, precision_pct) or "-")
+                                                      for p in doc["pairs"]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--replay", type=Path, nargs="+", default=None,
+                    help="recorded result files: after how many sessions each pair would have stopped at "
+                         "--precision 1 (5 %% threshold), by each estimator ('-': not within its sessions)")
     ap.add_argument("--scenario", choices=sorted(KINDS), default="reduction")
     ap.add_argument("--shape", default=None, help="input shape (default: the scenario's)")
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--sessions", type=int, default=30)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path)
     opts = ap.parse_args()
+    if opts.replay:
+        replay(opts.replay, 5.0, 1.0)
+        return 0
+    if opts.out is None:
+        ap.error("--out is required to measure")
     shape = opts.shape or ",".join(map(str, KINDS[opts.scenario]["shape"]))
     doc: dict[str, Any] = {"schema_version": 1, "command": " ".join(["benchmarks/session_estimator.py", *sys.argv[1:]]),
                            "machine": {"cpu_count": len(os.sched_getaffinity(0)),

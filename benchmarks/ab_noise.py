@@ -69,12 +69,14 @@ small slice of the input for {pct} % of the time the full call itself took. So t
 {pct} % of that very call, whatever the machine's load or cache state at that moment. What a call
 does beyond its share (a small call, a few µs, is a good part of 3 % of a 0.5 ms row sum) is owed
 back by the next calls, so over a sample of calls the extra work is {pct} % of the full calls' time
-within about one small call. Stopping each call only past its own target overshot: a "3 %" row sum
-measured +6.5 to +7.1 % (2026-12-06). ``ab_noise.py`` records what each head realises. An
-earlier version calibrated a fixed repeat count once, when the inputs were made; its realised
-slowdowns were 3-8 % idle and 40-55 % busy for nominal 10 and 25 % (benchmarks/results/ab_noise.json),
-so detection rates measured with it meant little. ``naive`` is the same op written another way and
-never changes: an in-pair A/A control.
+within about one small call. A preemption inside the loop counts as extra work done and is paid back
+too, by the calls that follow (a 3 ms one, at 3 % of a 0.5 ms row sum, by about 200 calls, some 0.1 s
+of a session): the share stays right on average and is uneven over that stretch. Stopping each call
+only past its own target overshot: a "3 %" row sum measured +6.5 to +7.1 % (2026-12-06).
+``ab_noise.py`` records what each head realises. An earlier version calibrated a fixed repeat count
+once, when the inputs were made; its realised slowdowns were 3-8 % idle and 40-55 % busy for nominal
+10 and 25 % (benchmarks/results/ab_noise.json), so detection rates measured with it meant little.
+``naive`` is the same op written another way and never changes: an in-pair A/A control.
 """
 import math
 import time

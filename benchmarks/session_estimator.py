@@ -5,7 +5,7 @@ each, ``--precision 0``) on one of ``ab_noise.py``'s ops, and scores every sessi
 
 - ``median_rounds``: the median of the rounds' ratios (``reportgen ab`` before 2026-12-06);
 - ``median_pairs``: the median of the ABBA pairs' geometric mean ratios;
-- ``hl_pairs``: the Hodges-Lehmann centre of the pairs' log ratios (``analysis.paired.session_ratio``, since).
+- ``hl_pairs``: the Hodges-Lehmann centre of the pairs' log ratios (``analysis.paired.session_ratio`` itself, since).
 
 Same code on both sides, so the sessions' spread (sd of their log ratios, percent) is the noise each way; lower is
 better. Also per pair: how much faster the side that runs first in a round is than the other (the position effect
@@ -35,7 +35,7 @@ from typing import Any
 from ab_noise import KINDS, SCENARIO_NAME, make_checkout, reportgen  # beside this script
 from machine import reference_loop_s
 
-from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, interval_settled, session_interval, walsh_averages
+from reportgen.analysis.paired import MIN_SESSIONS_FOR_INTERVAL, interval_settled, session_interval, session_ratio
 
 
 def _pairs(logs: Sequence[float]) -> list[float]:
@@ -45,7 +45,7 @@ def _pairs(logs: Sequence[float]) -> list[float]:
 ESTIMATORS: dict[str, Callable[[Sequence[float]], float]] = {
     "median_rounds": statistics.median,
     "median_pairs": lambda logs: statistics.median(_pairs(logs)),
-    "hl_pairs": lambda logs: statistics.median(walsh_averages(_pairs(logs))),
+    "hl_pairs": lambda logs: math.log(session_ratio({i: math.exp(x) for i, x in enumerate(logs)})),
 }
 
 

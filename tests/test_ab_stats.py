@@ -176,9 +176,9 @@ def test_a_session_is_the_centre_of_its_abba_pairs_and_the_interval_is_over_sess
 
 
 def test_the_position_in_a_round_cancels_within_each_abba_pair() -> None:
-    """The side that runs first in a round is 26 % faster (its input still cached): the rounds' ratios are r*p and
-    r/p in turn. Each session's ratio is r exactly, whichever rounds the noise moved; the median of the rounds'
-    ratios would have been anywhere between r/p and r*p."""
+    """The side that runs first in a round takes 1/1.35 of the other's time (its input still cached): the rounds'
+    ratios are r*p and r/p in turn. Each session's ratio is r exactly, whichever rounds the noise moved; the median
+    of the rounds' ratios would have been anywhere between r/p and r*p."""
     p, r = 1.35, 1.02
     noise = [1.0, 1.03, 0.97, 1.01, 0.99, 1.02, 0.98, 1.0]
     sessions = []
@@ -191,6 +191,16 @@ def test_the_position_in_a_round_cancels_within_each_abba_pair() -> None:
     assert s.verdict is AbVerdict.NO_CHANGE
     first = median(s.round_ratios[:8])  # what a median of the rounds would have said of session 1: between modes
     assert abs(math.log(first / r)) > 0.03
+
+
+def test_a_round_without_its_partner_is_left_out_while_a_pair_is_whole() -> None:
+    """A stored pair whose block failed in round 3: round 2 alone keeps its position's bias (x1.35), so it is left
+    out; a session of single rounds only (no whole pair) still gets a ratio."""
+    p = 1.35
+    ratios = {i: (p if i % 2 == 0 else 1 / p) for i in range(8)}
+    del ratios[3]
+    assert session_ratio(ratios) == pytest.approx(1.0, rel=1e-12)
+    assert session_ratio({0: 1.1, 2: 1.3, 4: 1.2}) == pytest.approx(1.2, rel=5e-3)
 
 
 def test_one_wild_round_moves_a_session_little() -> None:

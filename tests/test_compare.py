@@ -17,11 +17,13 @@ import pytest
 from factories import NAIVE_OPS, synthetic_run, variant, write_synthetic
 from markdown_it import MarkdownIt
 
+from reportgen.analysis.paired import SessionRounds, pair_stats
 from reportgen.analysis.stats import METHOD
 from reportgen.cli import main
 from reportgen.compare.diff import compare_runs
 from reportgen.compare.model import Comparison, Outcome, Pairing, RunRef, VariantChange, Verdict
 from reportgen.compare.report import MARKER, MAX_COMMENT_CHARS, comment_length, comparison_json, render_markdown, run_page_url
+from reportgen.compare.variants import stored_session_ratios
 from reportgen.errors import CompareError, UsageError
 from reportgen.model.run import (
     AbInfo,
@@ -460,6 +462,24 @@ def _ab_pair(base_us: float, head_us: float, sessions: int, rounds: int = 4) -> 
                             for session in range(sessions) for i in range(rounds)))
     return (dataclasses.replace(b, ab=info("base", h.run_id, base_us)),
             dataclasses.replace(h, ab=info("head", b.run_id, head_us)))
+
+
+def test_a_stored_pair_is_scored_by_abba_pairs_as_ab_scored_it() -> None:
+    """Rounds whose first side is 1.35x faster, r*p and r/p in turn, one block missing: the stored sides give the
+    sessions' ratios ``reportgen ab``'s own statistics give (``paired.session_ratio``), not a median of rounds."""
+    p, base_us = 1.35, 128.0
+    heads = [(1.04 * (p if i % 2 == 0 else 1 / p)) * base_us for i in range(8)]
+    b, h = _ab_pair(base_us, base_us, sessions=6, rounds=8)
+
+    def rounds(side: str, times: list[float]) -> tuple[AbRound, ...]:
+        return tuple(AbRound(i, "base" if i % 2 == 0 else "head", (AbRoundSamples("x", (t,) * 5),), s)
+                     for s in range(6) for i, t in enumerate(times) if not (s == 2 and i == 5))
+    b = dataclasses.replace(b, ab=dataclasses.replace(b.ab, rounds=rounds("base", [base_us] * 8)))
+    h = dataclasses.replace(h, ab=dataclasses.replace(h.ab, rounds=rounds("head", heads)))
+    ratios = stored_session_ratios(b.ab, h.ab, "x")
+    expected = pair_stats([SessionRounds(tuple((base_us,) for _ in heads), tuple((t,) for t in heads))] * 6,
+                          5.0).session_ratios
+    assert ratios == pytest.approx(expected, rel=1e-12) and ratios == pytest.approx([1.04] * 6, rel=1e-12)
 
 
 def test_an_ab_pair_keeps_its_paired_statistics_unwidened_without_history() -> None:

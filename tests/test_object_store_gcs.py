@@ -11,7 +11,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,11 +34,22 @@ TRACE = Path(__file__).parent / "data" / "traces" / "cpu_only.trace.json.gz"
 @pytest.fixture(scope="module")
 def gcs_endpoint() -> Iterator[str]:
     """fake-gcs-server on 127.0.0.1 and a free port, for this module (each test points the client at it)."""
+    before = os.environ.get("STORAGE_EMULATOR_HOST")
     server = fake_gcs.FakeGCSServer()
-    server.start()
-    os.environ.pop("STORAGE_EMULATOR_HOST", None)  # the wrapper sets it process-wide; tests set it themselves
-    yield server.url
-    server.stop()
+    server.start()  # sets STORAGE_EMULATOR_HOST process-wide (and stop() removes it): put back what was there
+    try:
+        _restore(before)
+        yield server.url
+    finally:
+        server.stop()
+        _restore(before)
+
+
+def _restore(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("STORAGE_EMULATOR_HOST", None)
+    else:
+        os.environ["STORAGE_EMULATOR_HOST"] = value
 
 
 @pytest.fixture
@@ -78,11 +88,16 @@ def test_concurrent_writers_to_gcs_lose_no_run(bucket: str, tmp_path: Path) -> N
     ctx = mp.get_context("spawn")
     go = ctx.Event()
     procs = [ctx.Process(target=_writer, args=(url, str(_bundles(tmp_path, w)), go, _env())) for w in range(WRITERS)]
-    for p in procs:
-        p.start()
-    go.set()  # all writers start uploading together
-    for p in procs:
-        p.join(300)
+    try:
+        for p in procs:
+            p.start()
+        go.set()  # all writers start uploading together
+        for p in procs:
+            p.join(300)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
     assert [p.exitcode for p in procs] == [0] * WRITERS
     expected = sorted(f"20261130T000000Z-cpu-w{w}-{i:03d}" for w in range(WRITERS) for i in range(RUNS_PER_WRITER))
     store = ObjectStore.open(url)
@@ -125,9 +140,11 @@ def test_writer_killed_mid_upload_leaves_no_run_visible(bucket: str, tmp_path: P
     uploading = ctx.Event()
     proc = ctx.Process(target=_killed_writer, args=(url, str(bundle), uploading, _env()))
     proc.start()
-    assert uploading.wait(60)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join(30)
+    try:
+        assert uploading.wait(60)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # also when it never got there: no child left behind
+        proc.join(30)
     store = ObjectStore.open(url)
     assert store.fs.find(f"{bucket}/runs/{bundle.name}")  # the traces were uploaded ...
     assert store.run_ids() == []  # ... but no run is visible
@@ -159,15 +176,29 @@ def test_import_rm_build_and_compare_through_a_gcs_store(bucket: str, tmp_path: 
     assert not any(p.name.endswith(":") for p in tmp_path.iterdir())  # nothing written to a local 'gs:' folder
 
 
-def test_unreachable_gcs_store_is_one_line(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens here
-    env = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = run_cli("runs", "--store", "gs://bucket/runs", env=env, cwd=tmp_path)
-    assert proc.returncode == ExitCode.BAD_INPUT, proc.stderr
-    assert proc.stderr.count("\n") == 1 and "gs://bucket/runs: cannot list the runs" in proc.stderr
-    assert "STORAGE_EMULATOR_HOST" in proc.stderr
+def test_failed_upload_to_gcs_keeps_the_new_run_and_names_it(gcs_endpoint: str, tmp_path: Path) -> None:
+    """A bucket that does not exist: the server answers at once (no retries), the upload fails in one line naming the
+    settings to check, and the imported run is kept in its staging folder."""
+    env = {"STORAGE_EMULATOR_HOST": gcs_endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    proc = run_cli("import", str(TRACE), "--store", "gs://no-such-bucket/runs", env=env, cwd=tmp_path)
+    assert proc.returncode == ExitCode.BAD_INPUT and proc.stderr.count("\n") == 1, proc.stderr
+    assert "gs://no-such-bucket/runs: cannot write" in proc.stderr and "STORAGE_EMULATOR_HOST" in proc.stderr
+    kept = proc.stderr.strip().rsplit("the new run is kept in ", 1)[1]
+    assert Path(kept).parent == tmp_path / "tmp" and any(Path(kept).glob("*/run.json"))
+
+
+def _checked(url: str) -> list[str]:
+    """Refusals of ``url`` by the store parser (empty: accepted)."""
+    from reportgen.errors import UsageError
+    from reportgen.store.location import store_value
+
+    try:
+        store_value(url, "--store")
+    except UsageError as exc:
+        return [exc.message]
+    return []
 
 
 def test_gcs_store_url_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -177,9 +208,14 @@ def test_gcs_store_url_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert main(["runs", "--store", url]) == ExitCode.USAGE
         err = capsys.readouterr().err
         assert "s3cr3tkey" not in err and "Google's standard chain" in err
-    for url in ("gs://Bucket/runs", "gs://b/runs", "gs://bucket/a/../b"):
+    for url in ("gs://Bucket/runs", "gs://b/runs", "gs://bucket/a/../b", "gs://_b/runs", "gs://" + "a" * 64,
+                "gs://" + ".".join(["a" * 64, "b"]), "gs://a..b/runs"):
         assert main(["runs", "--store", url]) == ExitCode.USAGE
         assert "expected gs://bucket/prefix" in capsys.readouterr().err
+    assert main(["runs", "--store", "s3://my_bucket/runs"]) == ExitCode.USAGE  # S3 names have no underscore
+    assert "expected s3://bucket/prefix" in capsys.readouterr().err
+    for url in ("gs://my_bucket/runs", "gs://" + ".".join(["a" * 63] * 3)):  # valid GCS names are taken
+        assert _checked(url) == []
     monkeypatch.setitem(sys.modules, "gcsfs", None)  # as if gcsfs were not installed
     assert main(["runs", "--store", "gs://bucket/runs"]) == ExitCode.USAGE
     assert "pip install 'reportgen[gcs]'" in capsys.readouterr().err

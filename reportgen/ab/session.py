@@ -193,11 +193,13 @@ def session_rounds(workers: dict[str, Worker], calls: dict[str, int], settings: 
     block = {"cmd": "block", "samples": settings.samples_per_block, "discard": settings.discard_per_block,
              "calls": calls}
     for _ in range(PRIMING_ROUNDS):
-        _one_round(workers, block, order, 1)
+        _one_round(workers, block, order, 1, "the priming round")
     return tuple(_one_round(workers, block, order, i) for i in range(settings.rounds_per_session))
 
 
-def _one_round(workers: dict[str, Worker], block: dict[str, Any], plan: SessionOrder, index: int) -> RoundRecord:
+def _one_round(workers: dict[str, Worker], block: dict[str, Any], plan: SessionOrder, index: int,
+               label: str | None = None) -> RoundRecord:
+    """Round ``index``'s blocks, in its ABBA order; ``label`` names it in a failure (default: "round N")."""
     samples: dict[str, dict[str, tuple[float, ...]]] = {}
     session = plan.session
     order = side_order(index, plan.opens)
@@ -205,7 +207,7 @@ def _one_round(workers: dict[str, Worker], block: dict[str, Any], plan: SessionO
         try:
             reply = _request(workers[side], block)
         except WorkerFailed as exc:
-            raise SideFailed(f"the {side} worker failed in session {session + 1}, round {index + 1}: "
+            raise SideFailed(f"the {side} worker failed in session {session + 1}, {label or f'round {index + 1}'}: "
                              f"{exc.message}") from None
         samples[side] = {name: tuple(float(x) for x in values) for name, values in reply["samples_us"].items()}
     return RoundRecord(index, order[0], samples, session)

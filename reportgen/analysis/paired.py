@@ -33,11 +33,12 @@ efficiency 0.955 against 0.637); re-scored on the recorded idle benchmark sessio
 of 10 injected 10 % slowdowns where the sign test detected 6, with no A/A verdict changed to a
 regression (benchmarks/README.md).
 
-Outliers: a session's ratio is the Hodges-Lehmann centre of its ABBA pairs' ratios, so one preempted
-block (one pair) moves only the n of its n(n+1)/2 Walsh averages that hold it, and the centre stays within
-the others' range; a wild session (0.2 or 6, as single rounds gave under load) needs about 29 % of its
-pairs disturbed. One wild session pulls the interval's end on its own side towards it, so the
-pair comes out inconclusive and runs more sessions. It moves the opposite end by at most n
+Outliers: a session's ratio is the Hodges-Lehmann centre of its ABBA pairs' ratios. A preempted block
+spoils its pair, which moves only the n of the n(n+1)/2 Walsh averages that hold it: with at least 3 pairs
+the centre stays within the other pairs' range. With the default 8 pairs (16 rounds), 3 wild pairs (3 of 16
+rounds, where the median of the rounds' ratios needed 8) can move it anywhere; a wild session (0.2 or 6, as
+single rounds gave under load) needs about 29 % of its pairs disturbed. One wild session pulls the interval's
+end on its own side towards it, so the pair comes out inconclusive and runs more sessions. It moves the opposite end by at most n
 Walsh averages, no further than the k-th smallest (largest) Walsh average of the other sessions
 alone. The sign test moves by one order statistic; the signed-rank interval breaks down sooner
 when many sessions are wild (about 29 % of them against 50 %), and then says inconclusive or is
@@ -232,7 +233,9 @@ def round_ratios(session: SessionRounds) -> tuple[float, ...]:
 def session_ratio(ratios: Mapping[int, float]) -> float:
     """A session's ratio from its rounds' ratios (round index -> ratio): the Hodges-Lehmann centre (median of the
     Walsh averages) of the logs of its ABBA pairs' ratios, a pair (rounds 2k and 2k+1, each side first in one of
-    them) giving the geometric mean of its two ratios; a round whose partner is missing counts alone.
+    them) giving the geometric mean of its two ratios. A round whose partner is missing (a stored pair whose block of
+    this variant failed in one round) is left out, as it keeps its position's bias; only when no pair is whole do
+    the single rounds count, each alone.
 
     Not the median of the rounds' ratios: where the position in a round moves a side by a factor p, those ratios
     are r*p and r/p in turn, and their median lies anywhere between the two; a pair's mean is r. Over the pairs,
@@ -246,7 +249,9 @@ def session_ratio(ratios: Mapping[int, float]) -> float:
         if not r > 0:
             raise ValueError("round ratios must be positive")
         pairs.setdefault(index // 2, []).append(math.log(r))
-    return math.exp(median(walsh_averages([sum(logs) / len(logs) for logs in pairs.values()])))
+    whole = [logs for logs in pairs.values() if len(logs) == 2]
+    means = [sum(logs) / len(logs) for logs in (whole or list(pairs.values()))]
+    return math.exp(median(walsh_averages(means)))
 
 
 def pair_stats(sessions: Sequence[SessionRounds], threshold_pct: float) -> PairStats:

@@ -296,7 +296,8 @@ class AbRound:
 @dataclass(frozen=True)
 class SessionOrder:
     """Who goes first in one session of an A/B pair: ``spawned_first`` is started, sent ``load`` and (session 1)
-    warmed first; ``opens`` times the first block of the priming round and of round 0 (ABBA alternates from there)."""
+    warmed first; ``opens`` times the first block of round 0 (ABBA alternates from there) and the second block of the
+    priming round before it, so that it runs round 0's first block right after its own."""
 
     session: int
     spawned_first: str

@@ -24,9 +24,10 @@ S3_EXTRA = "pip install 'reportgen[s3]'"
 GCS_EXTRA = "pip install 'reportgen[gcs]'"
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 _BUCKET_RES = {"s3": re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"),
-               "gs": re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")}
-"""Bucket names each provider accepts (S3: lower-case letters, digits, dots and hyphens; GCS: underscores too; 3 to
-63 characters, a letter or digit at each end)."""
+               "gs": re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")}
+"""Bucket names each provider accepts: S3, 3 to 63 lower-case letters, digits, dots and hyphens; GCS, underscores
+too, and up to 222 characters when dotted (each dot-separated part at most 63, :func:`_bucket_ok`); a letter or
+digit at each end."""
 _CLIENTS = {"s3": ("s3fs", S3_EXTRA, "the standard AWS chain (environment, ~/.aws, the instance role)"),
             "gs": ("gcsfs", GCS_EXTRA, "Google's standard chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud's "
                    "application-default login, the instance's service account)")}
@@ -91,13 +92,19 @@ def _object_url(scheme: str, text: str, where: str, shown: str) -> str:
                          f"come from {chain}")
     bucket = parts.netloc  # as typed: .hostname would lower-case it into another bucket's name
     prefix = parts.path.strip("/")
-    if not _BUCKET_RES[scheme].match(bucket) or any(p in ("", ".", "..") for p in prefix.split("/") if prefix) \
+    if not _bucket_ok(scheme, bucket) or any(p in ("", ".", "..") for p in prefix.split("/") if prefix) \
             or "//" in parts.path.rstrip("/")[1:]:
         raise UsageError(f"{where} {shown!r}: expected {scheme}://bucket/prefix (a valid bucket name and a prefix "
                          "without empty, '.' or '..' parts)")
     if importlib.util.find_spec(package) is None:
         raise UsageError(f"{where} {shown!r}: a {scheme}:// store needs {package}, which is not installed; {extra}")
     return f"{scheme}://{bucket}/{prefix}".rstrip("/")
+
+
+def _bucket_ok(scheme: str, bucket: str) -> bool:
+    if not _BUCKET_RES[scheme].match(bucket):
+        return False
+    return all(0 < len(part) <= 63 for part in bucket.split(".")) if scheme == "gs" else True
 
 
 def cache_folder(url: str) -> Path:

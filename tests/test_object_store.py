@@ -8,9 +8,7 @@ store writer API (``ObjectStore.put_bundle``), started together behind a ``multi
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -20,16 +18,19 @@ import pytest
 from conftest import run_cli
 from factories import synthetic_run, write_synthetic
 from hostile import snapshot
+from object_writers import (
+    check_concurrent_writers_lose_no_run,
+    check_killed_writer_leaves_no_run,
+    check_second_write_is_refused,
+)
 
 from reportgen.cli import main
-from reportgen.errors import ConflictError, ExitCode
+from reportgen.errors import ExitCode
 from reportgen.store.objects import ObjectStore
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
 
-WRITERS = 8
-RUNS_PER_WRITER = 50
 STORE_COMMANDS = (["runs"], ["rm", "x", "--reason", "r"], ["build"], ["compare", "a", "b"],
                   ["import", "trace.json"], ["profile"], ["ab", "--base", "base", "--head", "head"])
 TRACE = Path(__file__).parent / "data" / "traces" / "cpu_only.trace.json.gz"
@@ -131,83 +132,20 @@ def bucket(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, re
     return name
 
 
-def _writer(url: str, folder: str, go: mp.synchronize.Event, env: dict[str, str]) -> None:
-    os.environ.update(env)
-    go.wait()
-    store = ObjectStore.open(url)
-    for bundle in sorted(Path(folder).iterdir()):
-        store.put_bundle(bundle)
-
-
-def _bundles(root: Path, writer: int) -> Path:
-    folder = root / f"w{writer}"
-    for i in range(RUNS_PER_WRITER):
-        write_synthetic(folder, synthetic_run(run_id=f"20261130T000000Z-cpu-w{writer}-{i:03d}", label=f"w{writer}"))
-    return folder
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "XDG_"))}
 
 
 def test_concurrent_writers_to_s3_lose_no_run(bucket: str, tmp_path: Path) -> None:
-    url = f"s3://{bucket}/runs"
-    env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "XDG_"))}
-    ctx = mp.get_context("spawn")
-    go = ctx.Event()
-    procs = [ctx.Process(target=_writer, args=(url, str(_bundles(tmp_path, w)), go, env)) for w in range(WRITERS)]
-    for p in procs:
-        p.start()
-    go.set()  # all writers start uploading together
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0] * WRITERS
-    expected = sorted(f"20261130T000000Z-cpu-w{w}-{i:03d}" for w in range(WRITERS) for i in range(RUNS_PER_WRITER))
-    store = ObjectStore.open(url)
-    assert store.run_ids() == expected
-    for w in range(WRITERS):  # every run.json is its writer's, byte for byte
-        run_id = f"20261130T000000Z-cpu-w{w}-007"
-        assert store.fs.cat(f"{bucket}/runs/{run_id}/run.json") == \
-            (tmp_path / f"w{w}" / run_id / "run.json").read_bytes()
-    proc = run_cli("runs", "--store", url, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert sorted(line.split("\t")[0] for line in proc.stdout.splitlines()[1:]) == expected
+    check_concurrent_writers_lose_no_run(f"s3://{bucket}/runs", f"{bucket}/runs", _env(), tmp_path)
 
 
 def test_second_write_of_a_run_id_to_s3_is_refused(bucket: str, tmp_path: Path) -> None:
-    url = f"s3://{bucket}/runs"
-    first = write_synthetic(tmp_path / "a", synthetic_run(label="first"))
-    second = write_synthetic(tmp_path / "b", synthetic_run(label="second"))  # the same run id, other content
-    store = ObjectStore.open(url)
-    store.put_bundle(first)
-    with pytest.raises(ConflictError) as refused:
-        store.put_bundle(second)
-    assert refused.value.exit_code == ExitCode.CONFLICT and "never overwritten" in refused.value.message
-    assert store.fs.cat(f"{bucket}/runs/{first.name}/run.json") == (first / "run.json").read_bytes()
-
-
-def _killed_writer(url: str, folder: str, uploading: mp.synchronize.Event, env: dict[str, str]) -> None:
-    os.environ.update(env)
-
-    def stop_before_run_json() -> None:
-        uploading.set()
-        signal.pause()  # killed here: every member is uploaded, run.json is not
-
-    ObjectStore.open(url).put_bundle(Path(folder), before_run_json=stop_before_run_json)
+    check_second_write_is_refused(f"s3://{bucket}/runs", f"{bucket}/runs", tmp_path)
 
 
 def test_writer_killed_mid_upload_leaves_no_run_visible(bucket: str, tmp_path: Path) -> None:
-    url = f"s3://{bucket}/runs"
-    bundle = write_synthetic(tmp_path / "staging", synthetic_run(with_traces=True))
-    env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "XDG_"))}
-    ctx = mp.get_context("spawn")
-    uploading = ctx.Event()
-    proc = ctx.Process(target=_killed_writer, args=(url, str(bundle), uploading, env))
-    proc.start()
-    assert uploading.wait(60)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join(30)
-    store = ObjectStore.open(url)
-    assert store.fs.find(f"{bucket}/runs/{bundle.name}")  # the traces were uploaded ...
-    assert store.run_ids() == []  # ... but no run is visible
-    listed = run_cli("runs", "--store", url, cwd=tmp_path)
-    assert listed.returncode == 0 and listed.stdout.startswith(f"no runs in {url};"), listed.stderr
+    check_killed_writer_leaves_no_run(f"s3://{bucket}/runs", f"{bucket}/runs", _env(), tmp_path)
 
 
 def test_import_rm_and_runs_through_an_s3_store(bucket: str, tmp_path: Path) -> None:

@@ -254,6 +254,9 @@ def _add_ab(sub: Subcommands) -> None:
                    f"(default {d.max_seconds:g})")
     p.add_argument("--samples", type=int, default=d.samples_per_block,
                    help=f"samples per variant per side per round (default {d.samples_per_block})")
+    p.add_argument("--discard", type=int, default=d.discard_per_block,
+                   help="untimed samples before each block's timed ones, in both sides alike (default "
+                   f"{d.discard_per_block})")
     p.add_argument("--shape", default=None, help="input shape, comma-separated (default: the base scenario's)")
     p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: the base scenario's)")
     p.add_argument("--seed", type=int, default=0, help="the inputs' random seed (default 0)")

@@ -348,9 +348,9 @@ def ab_request(args: argparse.Namespace, config: Config) -> AbRequest:
         threshold_pct=config.threshold_pct if args.threshold is None else args.threshold,
         precision_pct=args.precision, memory_threshold_pct=args.memory_threshold,
         min_sessions=args.sessions, rounds_per_session=args.rounds, max_seconds=args.max_seconds,
-        samples_per_block=args.samples, shape=parse_shape(args.shape) if args.shape else None,
-        dtype=parse_dtype(args.dtype) if args.dtype else None, seed=args.seed, order_seed=args.order_seed,
-        variants=variants,
+        samples_per_block=args.samples, discard_per_block=args.discard,
+        shape=parse_shape(args.shape) if args.shape else None, dtype=parse_dtype(args.dtype) if args.dtype else None,
+        seed=args.seed, order_seed=args.order_seed, variants=variants,
         device=config.device if args.device is None else args.device, threads=args.threads, clock=args.clock,
         huge_pages=args.huge_pages, same_cpu=args.same_cpu, params=tuple(sorted(parse_param_flags(args.param).items())),
         param_defaults=tuple(sorted(config.params.items())), calibrate=args.calibrate)

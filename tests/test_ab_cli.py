@@ -74,8 +74,8 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     store, out = tmp_path / "store", tmp_path / "comment.md"
     proc = run_cli("ab", "--base", str(tmp_path / "base"), "--head", str(tmp_path / "head"), "--scenario", "tiny",
                    "--shape", "4,64", "--variants", "naive,fused", "--sessions", "6", "--rounds", "2", "--max-seconds", "2",
-                   "--samples", "4", "--threads", "1", "--clock", "cpu", "--order-seed", "4242", "--store", str(store),
-                   "--output", str(out), "--quiet", env={"MALLOC_ARENA_MAX": "2"}, timeout=600)
+                   "--samples", "4", "--discard", "1", "--threads", "1", "--clock", "cpu", "--order-seed", "4242",
+                   "--store", str(store), "--output", str(out), "--quiet", env={"MALLOC_ARENA_MAX": "2"}, timeout=600)
     assert proc.stderr == "" and proc.stdout == ""
     text = out.read_text()
     headline = re.search(r"^### :[a-z_]+: reportgen A/B: ([a-z ]+)", text, re.M)
@@ -108,6 +108,7 @@ def test_a_real_small_ab_run_of_two_checkouts(tmp_path: Path) -> None:
     assert all(len(v.samples_us) == 4 * rounds and v.status.value == "ok" for v in (*base.variants, *head.variants))
     assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
             "4 samples per variant per side per round") in text
+    assert md_escape("block of 4 samples after 1 untimed per variant per round") in text  # --discard 1 was used
     assert f"base {shas['base'][:12]} vs head {shas['head'][:12]}" in text
     assert "Scenario **tiny** (shape 4\\,64, float32) on **cpu**" in text
     assert f"base run {md_escape(base.run_id)}, head run {md_escape(head.run_id)}" in text

@@ -122,7 +122,7 @@ class Pair:
     workers: list[dict[str, FakeWorker]]
 
 
-TWO_ROUNDS = AbSettings(rounds_per_session=2)
+TWO_ROUNDS = AbSettings(rounds_per_session=2, samples_per_block=2)  # short pairs; the method texts below name 2
 """The fake pairs' arithmetic below counts 2 rounds per session (the default is 16: see the default's own test)."""
 
 
@@ -204,12 +204,12 @@ def test_who_starts_and_who_opens_is_random_balanced_and_replays_from_the_record
     assert [o for o in other.result.orders] == list(islice(session_orders(other.result.order_seed), 6))
 
 
-def test_by_default_a_session_primes_then_runs_sixteen_short_rounds_abba() -> None:
+def test_by_default_a_session_primes_then_runs_sixty_four_one_sample_rounds_abba() -> None:
     result = pair({"naive": 100.0}, {"naive": 100.0}, AbSettings())
-    assert result.result.sessions == 6 and len(result.result.rounds) == 96
-    assert block_sides(result.log) == planned_blocks(result.result.orders, 16)
+    assert result.result.sessions == 6 and len(result.result.rounds) == 6 * 64
+    assert block_sides(result.log) == planned_blocks(result.result.orders, 64)
     blocks = [msg for _, cmd, msg in result.log if cmd == "block"]
-    assert all((msg["samples"], msg["discard"]) == (2, 0) for msg in blocks)  # fine interleaving: 2 timed samples
+    assert all((msg["samples"], msg["discard"]) == (1, 0) for msg in blocks)  # fine interleaving: 1 timed sample
 
 
 def test_same_code_under_strong_drift_is_no_change() -> None:

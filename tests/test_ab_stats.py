@@ -68,6 +68,25 @@ def test_signed_rank_null_distribution_matches_enumeration() -> None:
         assert signed_rank_counts(n) == counts
 
 
+def test_signed_rank_counts_are_the_same_in_any_order_of_asking() -> None:
+    """They are grown from the largest n asked for before: asked up, down and up again, each matches a table built
+    from nothing by adding one rank at a time."""
+    def from_nothing(n: int) -> list[int]:
+        counts = [1] + [0] * (n * (n + 1) // 2)
+        for rank in range(1, n + 1):
+            for t in range(len(counts) - 1, rank - 1, -1):
+                counts[t] += counts[t - rank]
+        return counts
+
+    for n in (12, 40, 41, 7, 0, 43, 43, 1, 60):
+        assert signed_rank_counts(n) == from_nothing(n), n
+    counts = signed_rank_counts(9)
+    counts[0] = 99  # the caller's list is its own
+    assert signed_rank_counts(9) == from_nothing(9)
+    with pytest.raises(ValueError):
+        signed_rank_counts(-1)
+
+
 def test_signed_rank_ranks_match_the_published_table() -> None:
     # Two-sided 5 % critical values of W (the largest w with 2 P(W <= w) <= 5 %): n=6: 0, 7: 2, 10: 8, 20: 52, 30: 137.
     assert signed_rank_rank(5) == (0, 1.0)  # 2 * 1/32 > 5 %: no 95 % interval with 5 values

@@ -168,6 +168,8 @@ def test_profile_refuses_counts_that_would_never_end(extra: tuple[str, ...], mes
 @pytest.mark.parametrize(("extra", "message"), [
     (("--samples", "1000000000"), "--samples 1000000000: must be at most 1,000"),
     (("--rounds", "1000000000"), "--rounds 1000000000: must be at most 1,000"),
+    (("--discard", "1000000000"), "--discard 1000000000: must be between 0 and 1,000"),
+    (("--discard", "-1"), "--discard -1: must be between 0 and 1,000"),
     (("--sessions", "1000000000"), "--sessions 1000000000: must be at most 100"),
     (("--max-seconds", "inf"), "--max-seconds inf: must be at most 86,400 (one day)"),
     (("--max-seconds", "1e400"), "--max-seconds inf: must be at most 86,400 (one day)"),

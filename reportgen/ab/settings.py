@@ -35,7 +35,7 @@ What such a verdict cannot see: how the op scales over several threads (``--thre
 MAX_ROUNDS_PER_SESSION = 1_000
 """Most rounds in one session: the time budget is checked between sessions, so a session must end."""
 MAX_SAMPLES_PER_BLOCK = 1_000
-"""Most samples per variant per side per round (the default is 2; long blocks see the machine change under them)."""
+"""Most samples per variant per side per round (the default is 1; long blocks see the machine change under them)."""
 MAX_SECONDS = 86_400.0
 """Longest time budget, one day: a budget must be a finite time."""
 
@@ -62,14 +62,17 @@ class AbSettings:
     memory_threshold_pct: float = 0.0
     """Growth of an exact memory figure that counts as a regression (0: any; see reportgen.compare.memory)."""
     min_sessions: int = 6
-    # Fine interleaving: blocks of 2 samples, 16 rounds per session. With blocks of 8 samples (and 1 discarded) the
+    # Fine interleaving: blocks of 1 sample, 64 rounds per session. With blocks of 8 samples (and 1 discarded) the
     # sessions of an A/A pair spread about twice as much at the default shape: this VM's speed switches between
     # levels ~30 % apart within a second, so blocks far apart in time see different machines
-    # (benchmarks/results/ab_granularity_idle.json; benchmarks/README.md).
-    rounds_per_session: int = 16
+    # (benchmarks/results/ab_granularity_idle.json). Blocks of 2 samples and 16 rounds (the default until
+    # 2026-12-07) needed about twice the time of 1 sample and 64 rounds for the same spread on a 16 MiB row sum
+    # (sd of A/A sessions 6.2 % at 0.57 s a session against 3.3 % at 1.02 s), and no more on `x * 1.5`
+    # (benchmarks/results/ab_block_shape_*.json; benchmarks/README.md, "One sample per block").
+    rounds_per_session: int = 64
     max_sessions: int = 100
     max_seconds: float = 150.0  # budget for the whole measurement: every session's loading, compiling and rounds
-    samples_per_block: int = 2
+    samples_per_block: int = 1
     discard_per_block: int = 0  # untimed samples at the start of each block (each side's blocks alike, so ABBA-fair)
     warmup: int = 3
     shape: tuple[int, ...] | None = None  # None: the base scenario's default
@@ -138,6 +141,9 @@ class AbSettings:
         if self.samples_per_block > MAX_SAMPLES_PER_BLOCK:
             raise UsageError(f"samples {self.samples_per_block}: must be at most {MAX_SAMPLES_PER_BLOCK:,}",
                              field="samples")
+        if not 0 <= self.discard_per_block <= MAX_SAMPLES_PER_BLOCK:
+            raise UsageError(f"discard {self.discard_per_block}: must be between 0 and {MAX_SAMPLES_PER_BLOCK:,}",
+                             field="discard")
 
 
 def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False,

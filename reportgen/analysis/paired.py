@@ -57,6 +57,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from reportgen.analysis.stats import CONFIDENCE, median
 
@@ -145,20 +146,35 @@ def robust_spread_pct(values: Sequence[float]) -> float:
     return 1.4826 * median([abs(x - center) for x in logs]) * 100.0
 
 
+_LARGEST: list[tuple[int, tuple[int, ...]]] = [(0, (1,))]
+"""The largest n ``signed_rank_counts`` was asked for, and its counts: a pair asks for n = 6, 7, 8, ... in turn,
+and each is grown from the one before in O(n²) instead of built from nothing in O(n³)."""
+
+
 def signed_rank_counts(n: int) -> list[int]:
     """``counts[t]``: how many of the 2**n sign assignments to the ranks 1..n give the signed-rank statistic W+ = t
-    (the exact null distribution, t = 0 .. n(n+1)/2)."""
-    top = n * (n + 1) // 2
-    counts = [1] + [0] * top
-    for rank in range(1, n + 1):
-        for t in range(top, rank - 1, -1):
-            counts[t] += counts[t - rank]
-    return counts
+    (the exact null distribution, t = 0 .. n(n+1)/2). Adding rank m to the ranks 1..m-1:
+    counts_m[t] = counts_{m-1}[t] + counts_{m-1}[t - m]."""
+    if n < 0:
+        raise ValueError(f"n must be at least 0, got {n}")
+    m, counts = _LARGEST[0]
+    if m > n:
+        m, counts = 0, (1,)
+    for rank in range(m + 1, n + 1):
+        grown = list(counts) + [0] * rank
+        for t in range(rank, len(grown)):
+            grown[t] += counts[t - rank]
+        counts = tuple(grown)
+    if n >= _LARGEST[0][0]:
+        _LARGEST[0] = (n, counts)
+    return list(counts)
 
 
+@lru_cache(maxsize=1024)
 def signed_rank_rank(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
     """(k, coverage): the largest k with 2 * P(W+ <= k - 1) <= 1 - confidence, and the exact coverage
-    1 - 2 * P(W+ <= k - 1) of the interval [k-th smallest, k-th largest Walsh average]. k = 0: no interval."""
+    1 - 2 * P(W+ <= k - 1) of the interval [k-th smallest, k-th largest Walsh average]. k = 0: no interval.
+    Cached: a pair asks after every session, for each variant."""
     counts, total, alpha = signed_rank_counts(n), 2**n, 1.0 - confidence
     tail, k = 0, 0
     while k < len(counts) // 2 and 2 * (tail + counts[k]) <= alpha * total:
@@ -254,12 +270,23 @@ def session_ratio(ratios: Mapping[int, float]) -> float:
     return math.exp(median(walsh_averages(means)))
 
 
+@lru_cache(maxsize=4096)
+def _round_ratios_of(session: SessionRounds) -> tuple[float, ...]:
+    """``round_ratios``, once per session: a pair scores every session again after each new one."""
+    return round_ratios(session)
+
+
+@lru_cache(maxsize=4096)
+def _session_ratio_of(session: SessionRounds) -> float:
+    return session_ratio(dict(enumerate(_round_ratios_of(session))))
+
+
 def pair_stats(sessions: Sequence[SessionRounds], threshold_pct: float) -> PairStats:
     """Paired statistics of one variant over its sessions (see the module docstring)."""
     if threshold_pct <= 0:
         raise ValueError("threshold_pct must be positive")
-    per_session = [round_ratios(s) for s in sessions]
-    session_ratios = tuple(session_ratio(dict(enumerate(r))) for r in per_session)
+    per_session = [_round_ratios_of(s) for s in sessions]
+    session_ratios = tuple(_session_ratio_of(s) for s in sessions)
     ratio, low, high, coverage = session_interval(session_ratios)
     base_med = tuple(m for s in sessions for m in round_medians(s.base))
     head_med = tuple(m for s in sessions for m in round_medians(s.head))

@@ -270,13 +270,13 @@ def session_ratio(ratios: Mapping[int, float]) -> float:
     return math.exp(median(walsh_averages(means)))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _round_ratios_of(session: SessionRounds) -> tuple[float, ...]:
     """``round_ratios``, once per session: a pair scores every session again after each new one."""
     return round_ratios(session)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _session_ratio_of(session: SessionRounds) -> float:
     return session_ratio(dict(enumerate(_round_ratios_of(session))))
 

@@ -506,6 +506,8 @@ def test_the_comment_states_rounds_method_noise_commits_and_machine() -> None:
     assert ("**6 sessions** (fresh pairs of worker processes) of 2 rounds, **12 rounds** in all, in ABBA order, "
             "2 samples per variant per side per round") in text
     assert "between pairs of processes (spread of the sessions' ratios): at most 0.0 %" in text
+    single = pair({"naive": 100.0}, {"naive": 100.0}, replace(TWO_ROUNDS, samples_per_block=1)).result
+    assert "in ABBA order, 1 sample per variant per side per round (" in render_ab_markdown(single, COMMITS, None)
     assert md_escape(result.method) in text and "stopped: decided" in text
     assert "The pair's own noise (spread of one side's round medians): at most " in text
     assert "base aaaaaaaaaaaa vs head bbbbbbbbbbbb \\(with uncommitted changes\\)" in text

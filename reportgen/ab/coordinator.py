@@ -77,7 +77,8 @@ def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbS
             return PairResult(settings, sides["base"], sides["head"], shape, dtype, pairs, (), "not measured", 0.0,
                               clock() - t0, notes)
         warm_s = clock() - t0
-        say(f"session 1: rounds of {settings.samples_per_block} samples per variant: {', '.join(calls)}")
+        noun = "sample" if settings.samples_per_block == 1 else "samples"
+        say(f"session 1: rounds of {settings.samples_per_block} {noun} per variant: {', '.join(calls)}")
         rounds_s, rounds = _timed(clock, lambda: session_rounds(workers, calls, settings, first))
     run = _Runner(spawn, roots, scenario, settings, clock, say, (shape, dtype), calls, list(rounds), warm_s, rounds_s,
                   orders, [first], [clock() - t0])

@@ -123,7 +123,7 @@ class Pair:
 
 
 TWO_ROUNDS = AbSettings(rounds_per_session=2, samples_per_block=2)  # short pairs; the method texts below name 2
-"""The fake pairs' arithmetic below counts 2 rounds per session (the default is 16: see the default's own test)."""
+"""The fake pairs' arithmetic below counts 2 rounds per session (the default is 64: see the default's own test)."""
 
 
 def pair(base_times: dict[str, float], head_times: dict[str, float], settings: AbSettings | None = None,

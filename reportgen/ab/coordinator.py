@@ -41,7 +41,7 @@ from reportgen.ab.pair import (
     session_count,
 )
 from reportgen.ab.session import Session, SideFailed, Spawn, load_both, session_orders, session_rounds, warm
-from reportgen.ab.settings import ORDER_SEEDS, AbSettings
+from reportgen.ab.settings import ORDER_SEEDS, AbSettings, samples_text
 from reportgen.analysis.paired import PairStats, SessionRounds, pair_stats, settled
 from reportgen.errors import UsageError
 from reportgen.model.run import SessionOrder
@@ -77,8 +77,7 @@ def coordinate(spawn: Spawn, roots: dict[str, str], scenario: str, settings: AbS
             return PairResult(settings, sides["base"], sides["head"], shape, dtype, pairs, (), "not measured", 0.0,
                               clock() - t0, notes)
         warm_s = clock() - t0
-        noun = "sample" if settings.samples_per_block == 1 else "samples"
-        say(f"session 1: rounds of {settings.samples_per_block} {noun} per variant: {', '.join(calls)}")
+        say(f"session 1: rounds of {samples_text(settings.samples_per_block)} per variant: {', '.join(calls)}")
         rounds_s, rounds = _timed(clock, lambda: session_rounds(workers, calls, settings, first))
     run = _Runner(spawn, roots, scenario, settings, clock, say, (shape, dtype), calls, list(rounds), warm_s, rounds_s,
                   orders, [first], [clock() - t0])

@@ -146,12 +146,16 @@ class AbSettings:
                              field="discard")
 
 
+def samples_text(count: int) -> str:
+    """``1 sample``, ``2 samples``: a block's size in words (the method text, the progress lines)."""
+    return f"{count} sample" if count == 1 else f"{count} samples"
+
+
 def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wall", huge_pages: bool = False,
                 cache_flush_bytes: int = 0, device_clock: bool = False,
                 neuron_cores: tuple[int, int] | None = None) -> str:
     """How a pair measured with these block settings is judged, in words (stored with the runs, shown in the comment)."""
     untimed = f" after {discard_per_block} untimed" if discard_per_block else ""
-    noun = "sample" if samples_per_block == 1 else "samples"
     timed = ("samples timed by each worker's CPU time (user + system, all its threads), not the wall clock; "
              if clock == "cpu" else "")
     flushed = (f"each sample one call after {cache_flush_bytes / 2**20:.0f} MiB written to flush the device cache "
@@ -161,7 +165,8 @@ def method_text(samples_per_block: int, discard_per_block: int, clock: str = "wa
              "the two sides swapping cores every session; " if neuron_cores else "")
     huge = ("torch's large CPU allocations in transparent huge pages in both workers "
             f"({HUGE_PAGES_TEXT}); " if huge_pages else "")
-    return (f"{timed}{device}{flushed}{cores}{huge}median of each side's block of {samples_per_block} {noun}{untimed} "
+    block = f"{samples_text(samples_per_block)}{untimed}"
+    return (f"{timed}{device}{flushed}{cores}{huge}median of each side's block of {block} "
             "per variant per round, ratio head/base per round, rounds in ABBA order, which side is started first and "
             "which opens drawn per session (balanced over each two); each session (a fresh pair of "
             "worker processes) gives the centre of its ABBA pairs of rounds' ratios; Wilcoxon signed-rank 95 % interval "

@@ -233,8 +233,8 @@ for i, path in enumerate(sys.argv[2:]):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     args = mod.make_inputs(tuple(int(d) for d in sys.argv[1].split(",")), torch.float32, 0, "cpu")
-    for _ in range(50):  # warm; then start from no debt: the first small call alone can overpay by a millisecond,
-        mod.fused(*args)  # which the 300 calls below would then owe back (a "3 %" row sum read 1.5-2 % that way)
+    for _ in range(50):  # warm; then start from no debt: a slow first small call overpays, and the 300 calls below
+        mod.fused(*args)  # owed it back (a "3 %" row sum read 1.53 and 2.04 % that way; 3.01-3.02 % since)
     mod.OWED = 0.0
     mod.SPLITS = []
     for _ in range(300):

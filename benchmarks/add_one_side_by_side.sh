@@ -2,7 +2,10 @@
 # Adding one run to an N-run site, an older commit (BASE) against this checkout (HEAD), alternating builds.
 #
 #   bash benchmarks/add_one_side_by_side.sh BASE_COMMIT RUNS [PAIRS] > benchmarks/results/NAME.txt
+#   STORE_FROM=/path/to/store bash benchmarks/add_one_side_by_side.sh BASE_COMMIT RUNS [PAIRS]
 #
+# STORE_FROM: start from a copy (hard links: bundles and catalog parts are never changed in place) of a store
+# made before by this script or bench_site.py with RUNS runs, instead of writing one (10,000 runs take minutes).
 # Makes a synthetic store of RUNS runs (bench_site.py's, from the real CPU run in benchmarks/data), builds a
 # site from it with each side (--keep-traces 20), then PAIRS times: stores one more run and times
 # `reportgen build` of each side on it (/usr/bin/time: wall and CPU), the side that goes first alternating.
@@ -19,8 +22,13 @@ git -C "$root" worktree add -q --detach "$work/base" "$base"
 ln -s ../templates "$work/base/reportgen/templates"   # the package data, where an installed wheel has it
 ln -s ../scenarios "$work/base/reportgen/scenarios"
 store="$work/store"
-"$py" -c "import sys; sys.path.insert(0, '$root/benchmarks'); import bench_site; from pathlib import Path; \
+if [ -n "${STORE_FROM:-}" ]; then
+  cp -al "$STORE_FROM" "$store"
+  [ "$(find "$store" -mindepth 1 -maxdepth 1 -not -name '.*' | wc -l)" = "$runs" ] || { echo "$STORE_FROM: not $runs runs"; exit 2; }
+else
+  "$py" -c "import sys; sys.path.insert(0, '$root/benchmarks'); import bench_site; from pathlib import Path; \
 bench_site.make_store(Path('$store'), 0, $runs)"
+fi
 build() {  # side, label
   if [ "$1" = base ]; then
     /usr/bin/time -f "$2 base %e s wall %U+%S s cpu" env -C "$work" PYTHONPATH="$work/base" "$py" -m reportgen \

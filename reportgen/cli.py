@@ -153,6 +153,10 @@ def _add_build(sub: Subcommands) -> None:
                    help="retention: full pages (op tables, timelines, traces, device artifacts) only for the latest N "
                    "runs of each history series; older pages are compact, with every figure in a gzipped run.json "
                    "(default: full pages for all)")
+    p.add_argument("--verify", action="store_true",
+                   help="also check every stored run.json and every published page against what the last build "
+                   "recorded (one file check per run; for a store or site changed by hand), and redraw what "
+                   "changed; without it a build trusts them, as bundles and pages are written once")
 
 
 def _add_compare(sub: Subcommands) -> None:

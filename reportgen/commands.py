@@ -269,7 +269,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
     config = _config(store=args.runs, site=args.out, base_url=args.base_url)
     with reading_store(config) as store, writing_into(config.site):
-        result = build_site(store, config.site, config.base_url, strict=args.strict, keep_traces=args.keep_traces)
+        result = build_site(store, config.site, config.base_url, strict=args.strict, keep_traces=args.keep_traces,
+                            verify=args.verify)
     print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 

@@ -402,6 +402,13 @@ CASES: dict[str, Case] = {
         lambda c: _site_manifest(c, json.dumps({"schema_version": 1, "runs": [
             {"run_id": "../../x", "run_json_sha256": "0", "renderer_version": "0"}]})), ExitCode.BAD_INPUT,
         "{site}/manifest.json: field 'runs[0].run_id' '../../x' is not a safe folder name"),
+    "site: manifest nested too deep": Case(
+        lambda c: _site_manifest(c, '{"schema_version": 2, "runs": [' + "[" * 100_000 + "]" * 100_000 + "]}"),
+        ExitCode.BAD_INPUT, "{site}/manifest.json: nested deeper than 64 levels; restore it or build into a new folder"),
+    "site: manifest entry not an object": Case(
+        lambda c: _site_manifest(c, '{"schema_version": 2, "runs": [{"run_id": "a", "run_json_sha256": "0", '
+                                    '"renderer_version": "0"}, "b"]}'), ExitCode.BAD_INPUT,
+        "{site}/manifest.json: field 'runs[1]' must have string run_id, run_json_sha256, renderer_version"),
     "site: symlink published": Case(_publish_site_with_symlink, ExitCode.BAD_INPUT,
                                     "{site}/runs/passwd: is a symbolic link; a published site must hold only real files"),
     # --- arguments

@@ -241,7 +241,8 @@ def test_a_bad_bundle_is_named_and_left_out_while_the_others_build(tmp_path: Pat
 
 
 def test_a_bundle_that_breaks_later_keeps_its_published_page(tmp_path: Path) -> None:
-    """Append-only: a run whose bundle became unreadable keeps the page an earlier build published."""
+    """Append-only: a run whose bundle became unreadable keeps the page an earlier build published. A build trusts
+    a bundle it has drawn (bundles are written once); ``verify`` reads it again, warns, and keeps the page."""
     store = _store_with(tmp_path, synthetic_run(with_traces=True), _run_b())
     out = tmp_path / "site"
     site.build_site(store, out, "/")
@@ -249,9 +250,12 @@ def test_a_bundle_that_breaks_later_keeps_its_published_page(tmp_path: Path) -> 
     (store / RUN_B / "run.json").write_text("{not json")
     warnings: list[str] = []
     result = site.build_site(store, out, "/", warn=warnings.append)
+    assert (result.reused, result.carried, warnings) == (2, 0, [])
+    assert _hashes(out / "runs" / RUN_B) == page and RUN_B in (out / "index.html").read_text()
+    result = site.build_site(store, out, "/", warn=warnings.append, verify=True)
     assert _hashes(out / "runs" / RUN_B) == page
     assert [r["run_id"] for r in json.loads((out / "manifest.json").read_text())["runs"]] == [RUN_A, RUN_B]
-    assert (result.reused, result.carried, len(warnings)) == (1, 1, 1)
+    assert (result.reused, result.carried, len(warnings)) == (1, 1, 1) and RUN_B in warnings[0]
 
 
 def test_the_cli_warns_on_stderr_and_exits_zero_with_a_bad_bundle(tmp_path: Path,

@@ -14,6 +14,7 @@ from factories import synthetic_run, write_synthetic
 from test_site import _assert_links_resolve
 
 from reportgen import site
+from reportgen.cli import main
 from reportgen.errors import UsageError
 from reportgen.site import lists
 
@@ -119,3 +120,43 @@ def test_a_negative_retention_is_refused_before_anything_is_written(tmp_path: Pa
     with pytest.raises(UsageError, match="keep_traces -1: expected 0 or more"):
         site.build_site(store, out, "/", keep_traces=-1)
     assert not out.exists() and not os.path.lexists(tmp_path / ".site.lock")
+
+
+def _site_files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_a_site_built_run_by_run_is_the_site_built_at_once(tmp_path: Path, small_lists: None) -> None:
+    """Adding runs one build at a time (reused pages, the old manifest's entries written again, lists linked from
+    the old site) makes the same files, byte for byte, as one build of the same store into a new folder: with
+    retention, a withdrawn run, a run carried after it left the store and one that came back."""
+    store, out = _store(tmp_path, 4, shapes=("4,64", "8,128")), tmp_path / "site"
+    site.build_site(store, out, "/", jobs=1, keep_traces=2)
+    for i in range(4, 9):
+        write_synthetic(store, _run(i, ("4,64", "8,128")[i % 2]))
+        if i == 6:
+            shutil.rmtree(store / _run(1).run_id)  # carried from now on
+        if i == 7:
+            assert main(["rm", _run(2).run_id, "--store", str(store), "--reason", "bad machine"]) == 0
+        if i == 8:
+            write_synthetic(store, _run(1, "8,128"))  # back in the store: its page reused again
+        site.build_site(store, out, "/", jobs=1, keep_traces=2)
+    shutil.copytree(out / "runs" / _run(1).run_id, tmp_path / "carried")
+    fresh = tmp_path / "fresh"
+    site.build_site(store, fresh, "/", jobs=1, keep_traces=2)
+    assert _site_files(out) == _site_files(fresh)
+    manifest = (out / "manifest.json").read_text()
+    assert manifest.count('"traces_retired": true') == 5 and '"digest"' not in manifest
+
+
+def test_a_build_trusts_published_pages_and_verify_draws_a_missing_one_again(tmp_path: Path) -> None:
+    """Pages are written once: a build does not stat each one (its cost must not grow with the site);
+    ``--verify`` does, and draws a page deleted by hand again."""
+    store, out = _store(tmp_path, 2), tmp_path / "site"
+    site.build_site(store, out, "/", jobs=1)
+    page = out / "runs" / _run(0).run_id / "index.html"
+    text = page.read_text()
+    page.unlink()
+    assert site.build_site(store, out, "/", jobs=1).reused == 2 and not page.exists()
+    assert main(["build", "--runs", str(store), "--out", str(out), "--verify"]) == 0
+    assert page.read_text() == text

@@ -33,7 +33,8 @@ from reportgen.analysis.history import (
     run_counts,
 )
 from reportgen.catalog import table
-from reportgen.catalog.table import CATALOG_DIR, CatalogRun, Part, PartVanished
+from reportgen.catalog.rows import Entry, Rows
+from reportgen.catalog.table import CATALOG_DIR, LISTING_COLUMNS, CatalogRun, Part, PartVanished
 from reportgen.errors import BundleError
 from reportgen.model.codec import to_jsonable
 from reportgen.model.run import Run
@@ -45,22 +46,19 @@ MAX_PARTS = 8
 
 
 @dataclass(frozen=True)
-class Entry:
-    """A run of the catalog and the part its row was read from (None: computed now, not yet written)."""
-
-    run: CatalogRun
-    part: Part | None
-
-
-@dataclass(frozen=True)
 class Catalog:
     """The store's runs as the catalog has them, after a sync; and the bundles that could not be read."""
 
     folder: Path
-    entries: dict[str, Entry]
+    entries: Rows
     problems: tuple[BundleError, ...] = ()
     fresh_points: tuple[GroupPoint, ...] = ()
     """Points of rows computed by this sync but not written (a store this process cannot write)."""
+
+    def columns(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """Each run's run.json hash, time and history key, by run id (what a build plans from)."""
+        return (self.entries.column("run_json_sha256"), self.entries.column("created_utc"),
+                self.entries.column("history_key"))
 
     def digests(self, run_ids: Sequence[str] | None = None) -> list[RunDigest]:
         """The digests of ``run_ids`` (default: every run), oldest first."""
@@ -72,15 +70,8 @@ class Catalog:
     def digest_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """The digest JSON of each run in ``ids``: from memory, else from its part (one read per part), else (the
         part compacted away since this sync) from its bundle."""
-        texts: dict[str, str] = {}
-        by_part: dict[Part, list[str]] = {}
-        for i in ids:
-            entry = self.entries[i]
-            if entry.run.digest_json is not None:
-                texts[i] = entry.run.digest_json
-            elif entry.part is not None:
-                by_part.setdefault(entry.part, []).append(i)
-        for part, wanted in by_part.items():
+        texts = {i: text for i in ids if (text := self.entries.held_digest(i)) is not None}
+        for part, wanted in self.entries.by_part(i for i in ids if i not in texts).items():
             try:
                 texts.update(table.read_digests(part, wanted))
             except PartVanished:
@@ -97,7 +88,7 @@ class Catalog:
 
     def points(self, key: str | None = None) -> list[GroupPoint]:
         """The points of the catalog's current rows (only group ``key``'s when given)."""
-        parts = sorted({e.part for e in self.entries.values() if e.part is not None}, key=lambda p: p.stem)
+        parts = self.entries.parts()
         try:
             found = [p for part, p in table.read_points(parts, key) if self._current(p.run_id, part)]
         except PartVanished:  # compacted since this sync: the digests hold the same points
@@ -107,11 +98,7 @@ class Catalog:
 
     def latest_points(self, run_ids: Collection[str], window: int) -> tuple[list[GroupPoint], dict[str, int]]:
         """The points of ``run_ids`` in each group's latest ``window`` of them, and each group's count of them."""
-        wanted: dict[Part, list[str]] = {}
-        for i in run_ids:
-            entry = self.entries.get(i)
-            if entry is not None and entry.part is not None:
-                wanted.setdefault(entry.part, []).append(i)
+        wanted = self.entries.by_part(run_ids)
         try:
             found, totals = table.latest_points(wanted, window)
         except PartVanished:  # compacted since this sync: the digests hold the same points
@@ -123,8 +110,7 @@ class Catalog:
         return found + fresh, totals
 
     def _current(self, run_id: str, part: Part) -> bool:
-        entry = self.entries.get(run_id)
-        return entry is not None and entry.part == part
+        return self.entries.part_of(run_id) == part
 
 
 def catalog_folder(store: Path) -> Path:
@@ -158,33 +144,26 @@ def record(store: Path, run: Run, bundle: Path) -> bool:
     return True
 
 
-def sync(store: Path, listing: StoreListing | None = None) -> Catalog:
+def sync(store: Path, listing: StoreListing | None = None, *, verify: bool = True) -> Catalog:
     """The catalog of ``store`` brought up to date with its bundles (written back when it changed and can be);
-    ``listing``: the store's run folders, when the caller has just listed them."""
+    ``listing``: the store's run folders, when the caller has just listed them. ``verify``: check each known
+    bundle's run.json against its row (one ``lstat`` per run; a bundle changed by hand is read again); False
+    trusts the rows of the bundles the catalog knows (bundles are written once and never changed), for a build
+    whose cost must not grow with the store."""
     folder = catalog_folder(store)
     if listing is None:
         listing = list_store(store)  # first: a store that cannot be listed is named as the store, not its catalog
     parts, known = _read_retrying(lambda: _current_rows(folder))
-    entries: dict[str, Entry] = {}
-    added: list[tuple[CatalogRun, list[GroupPoint]]] = []
-    problems: list[BundleError] = []
-    root = os.fspath(store)
-    for name in listing.names:
-        entry = known.get(name)
-        if entry is not None and name not in listing.links and _unchanged(entry.run, os.path.join(root, name,
-                                                                                                  RUN_FILE)):
-            entries[name] = entry
-            continue
-        bundle = listing.path(name)
-        try:
-            added.append(catalog_run(load_run(bundle), bundle))
-        except BundleError as exc:
-            problems.append(exc)
-        except OSError as exc:
-            problems.append(BundleError(f"{bundle / RUN_FILE}: unreadable ({exc.strerror})"))
+    stale = [n for n in listing.names if n not in known or n in listing.links]
+    if verify:
+        root = os.fspath(store)
+        stale += [n for n in listing.names if n in known and n not in listing.links
+                  and not _unchanged(known[n].run, os.path.join(root, n, RUN_FILE))]
+    entries = known.only(set(listing.names).difference(stale))
+    added, problems = _read_bundles(listing, sorted(stale))
     for row, _ in added:
-        entries[row.run_id] = Entry(row, None)
-    dropped = len(known.keys() - {e.run.run_id for e in entries.values() if e.part is not None})
+        entries.put(Entry(row, None))
+    dropped = len(known) - (len(entries) - len(added))
     fresh = [p for _, points in added for p in points]
     if added or dropped or len(parts) > MAX_PARTS:
         merged = parts if dropped else _merge_tail(parts, entries, len(added))
@@ -192,6 +171,22 @@ def sync(store: Path, listing: StoreListing | None = None) -> Catalog:
         if written is not None:
             return Catalog(folder, written, tuple(problems))
     return Catalog(folder, entries, tuple(problems), tuple(fresh))
+
+
+def _read_bundles(listing: StoreListing, names: Sequence[str]
+                  ) -> tuple[list[tuple[CatalogRun, list[GroupPoint]]], list[BundleError]]:
+    """The rows and points of the bundles ``names`` (loaded), and the errors of those that do not load."""
+    added: list[tuple[CatalogRun, list[GroupPoint]]] = []
+    problems: list[BundleError] = []
+    for name in names:
+        bundle = listing.path(name)
+        try:
+            added.append(catalog_run(load_run(bundle), bundle))
+        except BundleError as exc:
+            problems.append(exc)
+        except OSError as exc:
+            problems.append(BundleError(f"{bundle / RUN_FILE}: unreadable ({exc.strerror})"))
+    return added, problems
 
 
 def _unchanged(row: CatalogRun, run_json: str) -> bool:
@@ -205,26 +200,31 @@ def _unchanged(row: CatalogRun, run_json: str) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size == row.run_json_bytes and st.st_mtime_ns == row.run_json_mtime_ns
 
 
-def _current_rows(folder: Path) -> tuple[list[Part], dict[str, Entry]]:
+def _current_rows(folder: Path) -> tuple[list[Part], Rows]:
     """The readable parts and, per run, the row of the newest part listing it."""
     parts: list[Part] = []
-    known: dict[str, Entry] = {}
+    known = Rows()
     for part in table.list_parts(folder):
         try:
-            rows = table.read_part_runs(part)
+            columns = table.read_part_columns(part)
         except PartVanished:
             raise
         except Exception:  # noqa: BLE001  pyarrow's errors for a damaged file: a cache to rebuild, not to fail on
-            rows = None
-        if rows is None:
+            columns = None
+        if columns is None or not _well_formed(columns):
             continue
         parts.append(part)
-        for row in rows:
-            known[row.run_id] = Entry(row, part)
+        known.add_part(part, columns)
     return parts, known
 
 
-def _merge_tail(parts: list[Part], entries: dict[str, Entry], added: int) -> list[Part]:
+def _well_formed(columns: dict[str, list[Any]]) -> bool:
+    """Whether a part's columns are whole: every column as long as the ids, no run without an id."""
+    ids = columns.get("run_id")
+    return ids is not None and None not in ids and all(len(columns.get(n) or ()) == len(ids) for n in LISTING_COLUMNS)
+
+
+def _merge_tail(parts: list[Part], entries: Rows, added: int) -> list[Part]:
     """The newest parts that a write merges with its rows when the catalog would otherwise hold more than
     ``MAX_PARTS`` parts: at least half of ``MAX_PARTS``, then each older part no bigger than those merged so far.
 
@@ -232,10 +232,7 @@ def _merge_tail(parts: list[Part], entries: dict[str, Entry], added: int) -> lis
     catalog's life, and the big part of a 10,000-run store is not rewritten for every ``MAX_PARTS`` runs added."""
     if len(parts) + (1 if added else 0) <= MAX_PARTS:
         return []
-    rows: dict[Part, int] = {}
-    for e in entries.values():
-        if e.part is not None:
-            rows[e.part] = rows.get(e.part, 0) + 1
+    rows = entries.rows_per_part()
     tail = parts[-(MAX_PARTS // 2):]
     total = added + sum(rows.get(p, 0) for p in tail)
     for part in reversed(parts[: len(parts) - len(tail)]):
@@ -246,26 +243,26 @@ def _merge_tail(parts: list[Part], entries: dict[str, Entry], added: int) -> lis
     return tail
 
 
-def _write_back(folder: Path, merged: list[Part], entries: dict[str, Entry], fresh: list[GroupPoint]
-                ) -> dict[str, Entry] | None:
+def _write_back(folder: Path, merged: list[Part], entries: Rows, fresh: list[GroupPoint]) -> Rows | None:
     """Write the new rows as one part, with the rows of the ``merged`` parts (then deleted) when there are any; the
     entries as written, or None when the folder cannot be written (the caller keeps them in memory). Merging
     every part is a compaction: it also drops the rows of runs no longer in the store."""
-    gone = set(merged)
-    moved = [i for i, e in entries.items() if e.part is None or e.part in gone]
+    moved = entries.unwritten() + entries.in_parts(set(merged))
     try:
         if not merged:
             part = table.write_part(folder, [entries[i].run for i in moved], fresh)
-            return {i: Entry(e.run, part) if e.part is None else e for i, e in entries.items()}
+            for i in moved:
+                entries.put(Entry(entries[i].run, part))
+            return entries
         current = Catalog(folder, entries)
         kept = [p for part, p in table.read_points(merged) if current._current(p.run_id, part)]
         texts = current.digest_texts(moved)
         rows = [replace(entries[i].run, digest_json=texts[i]) for i in moved]
         part = table.write_part(folder, rows, [*kept, *fresh])
         table.delete_parts(merged)
-        out = dict(entries)
-        out.update((r.run_id, Entry(replace(r, digest_json=None), part)) for r in rows)
-        return out
+        for r in rows:
+            entries.put(Entry(replace(r, digest_json=None), part))
+        return entries
     except (OSError, PartVanished):  # another reader merged these parts first: its part holds the same rows
         return None
 

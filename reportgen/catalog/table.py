@@ -183,13 +183,22 @@ LISTING_COLUMNS = ("run_id", "created_utc", "scenario", "device", "machine", "ru
 """Every column of the runs table but the digest: what a sync reads of every run."""
 
 
-def read_part_runs(part: Part) -> list[CatalogRun] | None:
-    """The run rows of one part without their digests; None when a newer reportgen wrote it. The file is opened
-    once for its schema's version and its columns (a sync reads every part)."""
+def read_part_columns(part: Part) -> dict[str, list[Any]] | None:
+    """The run rows of one part without their digests, as a list per column of LISTING_COLUMNS; None when a newer
+    reportgen wrote it. The file is opened once for its schema's version and its columns (a sync reads every
+    part)."""
     f = _open(part.runs_file)
     if not _version_ok(f.schema_arrow.metadata):
         return None
-    c = f.read(columns=list(LISTING_COLUMNS)).to_pydict()  # column lists: a dict per row costs twice this
+    columns: dict[str, list[Any]] = f.read(columns=list(LISTING_COLUMNS)).to_pydict()
+    return columns
+
+
+def read_part_runs(part: Part) -> list[CatalogRun] | None:
+    """The run rows of one part without their digests; None when a newer reportgen wrote it."""
+    c = read_part_columns(part)
+    if c is None:
+        return None
     return [CatalogRun(*row, digest_json=None)  # type: ignore[misc]  # LISTING_COLUMNS is the field order
             for row in zip(*(c[name] for name in LISTING_COLUMNS), strict=True)]
 

@@ -31,6 +31,7 @@ from reportgen.site.manifest import (
     RUNS_DIR,
     PageOrigin,
     SiteRun,
+    SiteRuns,
     manifest_stamp,
     read_old_site,
     write_manifest,
@@ -81,7 +82,7 @@ def warn_on_stderr(message: str) -> None:
 
 def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                warn: Callable[[str], None] = warn_on_stderr, *, strict: bool = False,
-               keep_traces: int | None = None) -> BuildResult:
+               keep_traces: int | None = None, verify: bool = False) -> BuildResult:
     """Build the site for every run in ``store`` into ``out``, atomically, keeping older run pages.
 
     ``jobs``: processes that render run pages (default: $REPORTGEN_JOBS, else the usable CPUs).
@@ -89,6 +90,7 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     ``strict``: a warning fails the build (SiteError, exit 3) before the swap: the old site stays as it was.
     ``keep_traces``: publish the traces and device artifacts of only the latest N runs of each history series
     (the others' pages are drawn again without them, and say so; run.json is always published); None: all.
+    ``verify``: check every stored run.json and reused page too (:func:`reportgen.site.plan.gather`).
     """
     if keep_traces is not None and keep_traces < 0:
         raise UsageError(f"keep_traces {keep_traces}: expected 0 or more runs per history series",
@@ -110,7 +112,7 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
         fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
         if stamp is None or manifest_stamp(out) != stamp:  # another build swapped the site in meanwhile
             old = read_old_site(out)
-        plan = gather(store, out, old, keep_traces)  # lists the store again, under the lock
+        plan = gather(store, out, old, keep_traces, verify=verify)  # lists the store again, under the lock
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
         try:
             os.chmod(tmp, 0o755)
@@ -123,9 +125,8 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                 shutil.rmtree(tmp, ignore_errors=True)
     for failure in skipped:
         warn(f"{failure.reason} (run {failure.run_id} left out of this build)")
-    counts = {o: sum(1 for r in published if r.origin is o) for o in PageOrigin}
-    return BuildResult(out, len(published), counts[PageOrigin.RENDERED], counts[PageOrigin.REUSED],
-                       counts[PageOrigin.CARRIED], pages, tuple(skipped))
+    return BuildResult(out, len(published), published.count(PageOrigin.RENDERED),
+                       published.count(PageOrigin.REUSED), published.count(PageOrigin.CARRIED), pages, tuple(skipped))
 
 
 def _fail_strict(skipped: list[FailedPage], out: Path, warn: Callable[[str], None]) -> None:
@@ -146,7 +147,7 @@ def normalise_base_url(base_url: str) -> str:
 
 
 def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: int = 1,
-               drawer: BackgroundChild | HereChild | None = None) -> tuple[int, list[SiteRun], list[FailedPage]]:
+               drawer: BackgroundChild | HereChild | None = None) -> tuple[int, SiteRuns, list[FailedPage]]:
     """Write the whole site under ``root``; returns the pages written, the runs published and those left out.
 
     Only new (and redrawn) run folders are written: the old site's stay where they are and are carried
@@ -155,37 +156,40 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
     lists the runs: the index, archive, history charts (SVG: no matplotlib in this process) and the manifest.
     """
     (root / RUNS_DIR).mkdir()
-    tasks: list[RunPageTask] = []
-    done: list[SiteRun] = []
-    for p in plan.runs:
-        if p.known is not None:
-            done.append(p.known)
-            continue
-        assert p.bundle is not None, p.run_id  # a page to render is drawn from its bundle (plan.gather)
-        tasks.append(RunPageTask(p.bundle, root / RUNS_DIR / p.run_id, plan.renderer_version,
-                                 p.run_id in plan.retired))
+    tasks = [RunPageTask(p.bundle, root / RUNS_DIR / p.run_id, plan.renderer_version, p.run_id in plan.retired)
+             for p in plan.render]
     if tasks and drawer is not None and jobs > 1 and render_workers(len(tasks), jobs) == 1:
         drawer.submit(tasks)  # a few new pages (adding runs to a site): drawn beside the index
         rendered, failed = _split([render_task(t, write=False) for t in tasks])
-        kept = _keep_old_pages(failed, plan, root, old_site)
-        pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
+        kept = _keep_old_pages(failed, plan, old_site)
+        pages = _write_lists(_published(plan, kept, rendered), failed, plan, root, base_url, old_site, rendered)
         late = [f for f in drawer.wait() or [] if f.run_id not in {x.run_id for x in failed}]
         if late:  # the child could not draw a page the index lists: list the runs again without it
             gone = {f.run_id for f in late}
             rendered = [r for r in rendered if r.site_run.entry.run_id not in gone]
             failed = sorted([*failed, *late], key=lambda f: f.run_id)
-            kept += _keep_old_pages(late, plan, root, old_site)
+            kept += _keep_old_pages(late, plan, old_site)
             _remove_lists(root)
-            pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
+            pages = _write_lists(_published(plan, kept, rendered), failed, plan, root, base_url, old_site, rendered)
     else:
         if drawer is not None:
             drawer.close()  # not needed: many pages go to a pool, none or one process draws here
         if tasks:
             warm_up(matplotlib=render_workers(len(tasks), jobs) > 1)  # once, before the workers' fork (if any)
         rendered, failed = _split(render_run_pages(tasks, jobs))
-        kept = _keep_old_pages(failed, plan, root, old_site)
-        pages = _write_lists([*done, *kept], rendered, failed, plan, root, base_url, old_site)
-    return pages, [*done, *kept, *(r.site_run for r in rendered)], failed
+        kept = _keep_old_pages(failed, plan, old_site)
+        pages = _write_lists(_published(plan, kept, rendered), failed, plan, root, base_url, old_site, rendered)
+    return pages, _published(plan, kept, rendered), failed
+
+
+def _published(plan: SitePlan, kept: list[SiteRun], rendered: list[RenderedPage]) -> SiteRuns:
+    """Every run the new site lists: reused, carried, kept from the old site, rendered now."""
+    runs = SiteRuns(dict(plan.reused.sha256), dict(plan.reused.renderer), dict(plan.reused.created_utc),
+                    set(plan.reused.retired), dict(plan.reused.origin), dict(plan.reused.digests),
+                    plan.reused.reused_lines)
+    for run in (*plan.carried, *kept, *(r.site_run for r in rendered)):
+        runs.add(run)
+    return runs
 
 
 def _split(results: list[RenderedPage | FailedPage]) -> tuple[list[RenderedPage], list[FailedPage]]:
@@ -194,9 +198,9 @@ def _split(results: list[RenderedPage | FailedPage]) -> tuple[list[RenderedPage]
     return [r for r in results if isinstance(r, RenderedPage)], failed
 
 
-def _keep_old_pages(failed: list[FailedPage], plan: SitePlan, root: Path, old_site: Path) -> list[SiteRun]:
+def _keep_old_pages(failed: list[FailedPage], plan: SitePlan, old_site: Path) -> list[SiteRun]:
     """The old site's pages of runs whose bundles can no longer be drawn: kept as they were (append-only)."""
-    fallbacks = {p.run_id: p.fallback for p in plan.runs if p.fallback is not None}
+    fallbacks = {p.run_id: p.fallback for p in plan.render if p.fallback is not None}
     return [carried_site_run(old_site, old) for f in failed if (old := fallbacks.get(f.run_id)) is not None]
 
 
@@ -208,26 +212,23 @@ def _remove_lists(root: Path) -> None:
         (root / name).unlink(missing_ok=True)
 
 
-def _write_lists(done: list[SiteRun], rendered: list[RenderedPage], failed: list[FailedPage], plan: SitePlan,
-                 root: Path, base_url: str, old_site: Path) -> int:
+def _write_lists(every: SiteRuns, failed: list[FailedPage], plan: SitePlan, root: Path, base_url: str,
+                 old_site: Path, rendered: list[RenderedPage]) -> int:
     """What lists the runs (the index with the newest run's summary, the archive, the history charts), assets and
     the manifest; only what changed is drawn (:mod:`reportgen.site.lists`)."""
-    every = sorted([*done, *(r.site_run for r in rendered)], key=lambda r: (r.created_utc, r.entry.run_id))
-    runs = [r for r in every if r.entry.run_id not in plan.withdrawn]
+    runs = [i for i in every.by_time() if i not in plan.withdrawn]
     latest = None
     if runs:
         newest = runs[-1]
-        fresh = next((r.run for r in rendered if r.site_run.entry.run_id == newest.entry.run_id), None)
-        latest = fresh or load_latest(next(p for p in plan.runs if p.run_id == newest.entry.run_id), newest,
-                                      old_site)
-    archive, archive_sigs, pages = write_archive(runs, plan, root, old_site)
-    history = history_charts(runs, plan, root, old_site)
-    shown = list(reversed(digests_of(runs[-INDEX_RUNS:], plan)))
-    retired = sum(1 for r in every if r.entry.traces_retired)
+        fresh = next((r.run for r in rendered if r.site_run.entry.run_id == newest), None)
+        latest = fresh or load_latest(plan, newest, every.origin[newest], old_site)
+    archive, archive_sigs, pages = write_archive(runs, every, plan, root, old_site)
+    history = history_charts(runs, every, plan, root, old_site)
+    shown = list(reversed(digests_of(runs[-INDEX_RUNS:], every, plan)))
     context = {"runs": shown, "run_count": len(runs), "archive": archive, "groups": history.groups,
-               "retired": retired, "keep_traces": plan.keep_traces,
-               "latest_compact": bool(runs) and runs[-1].entry.traces_retired,
-               "compact_ids": {r.entry.run_id for r in runs[-INDEX_RUNS:] if r.entry.traces_retired},
+               "retired": len(every.retired), "keep_traces": plan.keep_traces,
+               "latest_compact": bool(runs) and runs[-1] in every.retired,
+               "compact_ids": every.retired.intersection(runs[-INDEX_RUNS:]),
                "charts": history.charts, "steps": history.steps, "base_url": base_url, "skipped": failed}
     help_sig, help_pages = write_help(plan, root, old_site)
     pages += sum(r.pages for r in rendered) + write_index(context, latest, root) + help_pages

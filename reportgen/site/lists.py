@@ -4,8 +4,8 @@ Their cost must not grow with the store: the index shows the newest ``INDEX_RUNS
 ``ARCHIVE_PAGE_RUNS`` runs per page, oldest first, so a new run changes only the last page; each history chart
 shows a group's latest ``HISTORY_WINDOW`` runs. An archive page or a chart whose inputs are unchanged (same
 runs, same renderer: their *signature*, kept in the manifest's ``lists``) is linked from the old site, not drawn
-again; a group's steps are kept there too. Digests and history points come from the runs' SiteRun where it has
-one, else from the store's catalog.
+again; a group's steps are kept there too. Digests and history points come from the digests the build holds
+(pages drawn now, carried pages), else from the store's catalog.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from reportgen.analysis.history import (
 from reportgen.errors import BundleError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html
-from reportgen.site.manifest import SiteRun
+from reportgen.site.manifest import SiteRuns
 from reportgen.site.plan import SitePlan
 from reportgen.store.layout import slug
 
@@ -63,25 +63,26 @@ class HistoryCharts:
     kept: dict[str, object]
 
 
-def digests_of(runs: Sequence[SiteRun], plan: SitePlan) -> list[RunDigest]:
-    """The digests of ``runs`` in their order: the SiteRun's own, else the catalog's."""
-    missing = [r.entry.run_id for r in runs if r.digest is None]
+def digests_of(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan) -> list[RunDigest]:
+    """The digests of ``run_ids`` in their order: those the build holds (drawn now, carried), else the catalog's."""
+    missing = [i for i in run_ids if i not in runs.digests]
     found = {d.run_id: d for d in plan.catalog.digests(missing)} if missing and plan.catalog else {}
     out = []
-    for r in runs:
-        d = r.digest or found.get(r.entry.run_id)
+    for i in run_ids:
+        d = runs.digests.get(i) or found.get(i)
         if d is None:
-            raise BundleError(f"run {r.entry.run_id}: in neither the store's catalog nor the site's manifest")
+            raise BundleError(f"run {i}: in neither the store's catalog nor the site's manifest")
         out.append(d)
     return out
 
 
-def history_points(runs: Sequence[SiteRun], plan: SitePlan, window: int) -> tuple[list[GroupPoint], dict[str, int]]:
-    """The history points of ``runs`` in each group's latest ``window`` runs (from their digests where the SiteRun
-    has one, else from the catalog, which reads no more than the window), and each group's number of runs."""
-    from_catalog = {r.entry.run_id for r in runs if r.digest is None}
+def history_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, window: int
+                   ) -> tuple[list[GroupPoint], dict[str, int]]:
+    """The history points of ``run_ids`` in each group's latest ``window`` runs (from the digests the build holds,
+    else from the catalog, which reads no more than the window), and each group's number of runs."""
+    from_catalog = set(run_ids).difference(runs.digests)
     points, totals = plan.catalog.latest_points(from_catalog, window) if from_catalog and plan.catalog else ([], {})
-    own = [p for r in runs if r.digest is not None for p in group_points(r.digest)]
+    own = [p for i in run_ids if (d := runs.digests.get(i)) is not None for p in group_points(d)]
     for key, count in run_counts(own).items():
         totals[key] = totals.get(key, 0) + count
     return points + own, totals
@@ -93,23 +94,23 @@ def archive_pages(count: int) -> list[ArchivePage]:
             for k in range(0, count, ARCHIVE_PAGE_RUNS)]
 
 
-def write_archive(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site: Path) -> tuple[list[ArchivePage],
-                                                                                               list[str], int]:
+def write_archive(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, root: Path, old_site: Path
+                  ) -> tuple[list[ArchivePage], list[str], int]:
     """Every archive page (oldest run first): unchanged ones linked from the old site; pages, signatures, written."""
-    pages = archive_pages(len(runs))
+    pages = archive_pages(len(run_ids))
     old = plan.old_lists.get("archive")
     old_sigs = old if isinstance(old, list) else []
     sigs, written = [], 0
     (root / ARCHIVE_DIR).mkdir()
     for page in pages:
-        chunk = runs[page.first - 1: page.last]
-        sig = _signature(plan.renderer_version, len(pages), *(r.entry.run_id for r in chunk))
+        chunk = run_ids[page.first - 1: page.last]
+        sig = _signature(plan.renderer_version, len(pages), "\0".join(chunk))
         sigs.append(sig)
         target = root / page.href
         if page.number <= len(old_sigs) and old_sigs[page.number - 1] == sig and _link(old_site / page.href, target):
             continue
-        html = render_html("archive.html", runs=digests_of(chunk, plan), page=page, archive=pages,
-                           run_count=len(runs), root="../")
+        html = render_html("archive.html", runs=digests_of(chunk, runs, plan), page=page, archive=pages,
+                           run_count=len(run_ids), root="../")
         target.write_text(html, encoding="utf-8")
         written += 1
     return pages, sigs, written
@@ -132,11 +133,12 @@ def write_help(plan: SitePlan, root: Path, old_site: Path) -> tuple[str, int]:
     return sig, 1
 
 
-def history_charts(runs: Sequence[SiteRun], plan: SitePlan, root: Path, old_site: Path) -> HistoryCharts:
+def history_charts(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, root: Path, old_site: Path
+                   ) -> HistoryCharts:
     """The index's history groups (latest ``HISTORY_WINDOW`` runs each), with charts drawn only where they changed."""
     from reportgen.render.history_plot import history_chart
 
-    points, totals = history_points(runs, plan, HISTORY_WINDOW)
+    points, totals = history_points(run_ids, runs, plan, HISTORY_WINDOW)
     groups = groups_from_points(points, HISTORY_WINDOW, totals)
     old = plan.old_lists.get("history")
     old_groups = old if isinstance(old, dict) else {}

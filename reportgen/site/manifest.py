@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from reportgen.store.outputs import MANIFEST_FILE
 from reportgen.text.documents import Limits, load_json
 
 SITE_SCHEMA_VERSION = 2
+RUNS_OPENING = '"runs": [\n'
 RUNS_DIR = "runs"
 DATA_DIR = "data"
 RUN_PAGE = "index.html"
@@ -74,6 +76,93 @@ class SiteRun:
     digest: RunDigest | None = None
 
 
+@dataclass(frozen=True)
+class PublishedRuns:
+    """The old site's runs as its manifest lists them, as columns by run id: a build reads 10,000 of them, and
+    an object per run would cost more than everything else the build does for a run it does not draw."""
+
+    sha256: dict[str, str]
+    renderer: dict[str, str]
+    created_utc: dict[str, str]
+    """Runs whose entry has a time (version 1 entries: their digest's)."""
+    retired: frozenset[str]
+    digests: dict[str, RunDigest]
+    """The digests the manifest keeps: a carried page's (version 1: every run's)."""
+    lines: dict[str, str] = field(default_factory=dict)
+    """The manifest's own text of each run's entry without a digest, as this reportgen writes it (one per line):
+    the new manifest repeats it for a reused page instead of encoding 10,000 entries again."""
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self.sha256
+
+    def __len__(self) -> int:
+        return len(self.sha256)
+
+    def ids(self) -> set[str]:
+        return set(self.sha256)
+
+    def get(self, run_id: str) -> OldEntry | None:
+        """One run's entry (for the few runs a build draws or carries), None when the manifest lacks it."""
+        if run_id not in self.sha256:
+            return None
+        entry = ManifestEntry(run_id, self.sha256[run_id], self.renderer[run_id], run_id in self.retired)
+        return OldEntry(entry, self.digests.get(run_id), self.created_utc.get(run_id))
+
+
+NO_RUNS = PublishedRuns({}, {}, {}, frozenset(), {})
+
+
+@dataclass
+class SiteRuns:
+    """The runs a new site publishes, as columns by run id, and where each page came from (see PublishedRuns:
+    the runs whose old page is reused are added in bulk, with no object each)."""
+
+    sha256: dict[str, str] = field(default_factory=dict)
+    renderer: dict[str, str] = field(default_factory=dict)
+    created_utc: dict[str, str] = field(default_factory=dict)
+    retired: set[str] = field(default_factory=set)
+    origin: dict[str, PageOrigin] = field(default_factory=dict)
+    digests: dict[str, RunDigest] = field(default_factory=dict)
+    """The digests known without the catalog: drawn now, or kept by the manifest for a carried page."""
+    reused_lines: dict[str, str] = field(default_factory=dict)
+    """The old manifest's text of reused runs' entries (PublishedRuns.lines), written again as they were."""
+
+    def add(self, run: SiteRun) -> None:
+        """One rendered or carried run."""
+        i = run.entry.run_id
+        self.sha256[i], self.renderer[i], self.created_utc[i] = (run.entry.run_json_sha256,
+                                                                run.entry.renderer_version, run.created_utc)
+        self.origin[i] = run.origin
+        if run.entry.traces_retired:
+            self.retired.add(i)
+        if run.digest is not None:
+            self.digests[i] = run.digest
+
+    def add_reused(self, ids: set[str], sha256: dict[str, str], created_utc: dict[str, str], renderer: str,
+                   retired: Collection[str], lines: dict[str, str]) -> None:
+        """Runs whose old page is reused, in bulk: their hash and time (the catalog's), the renderer, and their old
+        manifest entries' text (the same entries: same run.json, renderer and retention)."""
+        self.sha256.update({i: sha256[i] for i in ids})
+        self.created_utc.update({i: created_utc[i] for i in ids})
+        self.renderer.update(dict.fromkeys(ids, renderer))
+        self.origin.update(dict.fromkeys(ids, PageOrigin.REUSED))
+        self.retired.update(ids.intersection(retired))
+        self.reused_lines.update((i, lines[i]) for i in ids.intersection(lines))
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self.sha256
+
+    def __len__(self) -> int:
+        return len(self.sha256)
+
+    def count(self, origin: PageOrigin) -> int:
+        return sum(1 for o in self.origin.values() if o is origin)
+
+    def by_time(self) -> list[str]:
+        """The run ids, oldest first (by time, then id)."""
+        return [i for _, i in sorted(zip(self.created_utc.values(), self.created_utc.keys(), strict=True))]
+
+
 def run_page(run_id: str) -> str:
     """A run page's path relative to the site root: ``runs/<id>/index.html``."""
     return f"{RUNS_DIR}/{run_id}/{RUN_PAGE}"
@@ -92,15 +181,13 @@ def manifest_pages(data: object) -> list[str]:
 
 @dataclass(frozen=True)
 class OldSite:
-    """What the old site's manifest says: its runs by id, and what its lists were drawn from."""
+    """What the old site's manifest says: its runs, and what its lists were drawn from."""
 
-    runs: dict[str, OldEntry]
+    runs: PublishedRuns
     lists: dict[str, object]
 
 
-def read_manifest(out: Path) -> dict[str, OldEntry]:
-    """The old site's published runs by id; {} for no site or an empty folder; refuse anything else."""
-    return read_old_site(out).runs
+EMPTY_SITE = OldSite(NO_RUNS, {})
 
 
 def manifest_stamp(out: Path) -> tuple[int, int, int, int] | None:
@@ -116,7 +203,7 @@ def manifest_stamp(out: Path) -> tuple[int, int, int, int] | None:
 def read_old_site(out: Path) -> OldSite:
     """The old site's manifest; empty for no site or an empty folder; refuse anything else."""
     if not out.exists():
-        return OldSite({}, {})
+        return EMPTY_SITE
     if not out.is_dir():
         raise SiteError(f"{out}: is a file, not a site folder; pass --out a folder")
     path = out / MANIFEST_FILE
@@ -124,19 +211,23 @@ def read_old_site(out: Path) -> OldSite:
         if any(out.iterdir()):
             raise SiteError(f"{out}: not empty and has no {MANIFEST_FILE}, so it is not a reportgen site; "
                             "pass --out an empty or new folder (nothing was changed)")
-        return OldSite({}, {})
+        return EMPTY_SITE
     try:
         raw = read_regular(path)
     except NotRegularFile as exc:
         raise SiteError(f"{exc}; delete it, or restore the site (nothing was changed)") from None
     except OSError as exc:
         raise SiteError(f"{path}: unreadable ({exc.strerror}); restore it or build into a new folder") from None
-    data = load_json(raw, path, MANIFEST_LIMITS, fix="restore it or build into a new folder", error=SiteError)
-    return _parse_manifest(data, path)
+    data = load_json(raw, path, MANIFEST_LIMITS, fix="restore it or build into a new folder", error=SiteError,
+                     walk=False)  # 10,000 entries, each field checked below
+    site = _parse_manifest(data, path)
+    site.runs.lines.update(_plain_lines(raw, data["runs"]))
+    return site
 
 
 def _parse_manifest(data: object, path: Path) -> OldSite:
-    """Validate the manifest JSON: version first, then each run entry."""
+    """Validate the manifest JSON: version first, then the run entries (checked column by column: an object per
+    run would cost a 10,000-run build more than the rest of its work for the runs it does not draw)."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
         raise SiteError(f"{path}: field 'schema_version' is missing; this is not a reportgen site manifest")
     if data["schema_version"] > SITE_SCHEMA_VERSION:
@@ -145,21 +236,52 @@ def _parse_manifest(data: object, path: Path) -> OldSite:
     runs = data.get("runs")
     if not isinstance(runs, list):
         raise SiteError(f"{path}: field 'runs' must be a list; restore the manifest or build into a new folder")
-    out: dict[str, OldEntry] = {}
+    names = ("run_id", "run_json_sha256", "renderer_version")
+    if not all(type(item) is dict for item in runs):
+        _refuse_entry(runs, path)
+    ids, shas, renderers = ([item.get(f) for item in runs] for f in names)
+    if not all(type(v) is str for column in (ids, shas, renderers) for v in column) or not all(
+            map(is_valid_run_id, ids)):
+        _refuse_entry(runs, path)
+    digests = {item["run_id"]: d for i, item in enumerate(runs) if "digest" in item
+               and (d := _parse_digest(item["digest"], path, i)) is not None}
+    created = {item["run_id"]: c for item in runs if isinstance(c := item.get("created_utc"), str)}
+    created.update({i: d.created_utc for i, d in digests.items() if i not in created})
+    published = PublishedRuns(dict(zip(ids, shas, strict=True)), dict(zip(ids, renderers, strict=True)), created,
+                              frozenset(item["run_id"] for item in runs if item.get("traces_retired") is True),
+                              digests)
+    lists = data.get("lists")
+    return OldSite(published, lists if isinstance(lists, dict) else {})
+
+
+def _plain_lines(raw: bytes, runs: list[dict[str, object]]) -> dict[str, str]:
+    """The text of each entry without a digest, by run id, when the file has its entries one per line as
+    :func:`write_manifest` writes them (each line a whole object naming its entry's run); {} otherwise."""
+    text = raw.decode("utf-8")
+    start = text.find(RUNS_OPENING)
+    lines = text[start + len(RUNS_OPENING):].split("\n", len(runs))[: len(runs)] if start >= 0 and runs else []
+    if len(lines) != len(runs):
+        return {}
+    out = {}
+    for line, item in zip(lines, runs, strict=True):
+        entry = line.removesuffix(",")
+        named = f'"run_id": "{item["run_id"]}"' in entry
+        if not (entry.startswith('{"created_utc": ') and entry.endswith("}") and named):
+            return {}
+        if "digest" not in item:
+            out[str(item["run_id"])] = entry
+    return out
+
+
+def _refuse_entry(runs: list[object], path: Path) -> None:
+    """The error naming the first run entry that is not a valid one."""
+    names = ("run_id", "run_json_sha256", "renderer_version")
     for i, item in enumerate(runs):
-        names = ("run_id", "run_json_sha256", "renderer_version")
         if not isinstance(item, dict) or not all(isinstance(item.get(f), str) for f in names):
             raise SiteError(f"{path}: field 'runs[{i}]' must have string run_id, run_json_sha256, renderer_version")
         if not is_valid_run_id(item["run_id"]):
             raise SiteError(f"{path}: field 'runs[{i}].run_id' {item['run_id'][:60]!r} is not a safe folder name")
-        entry = ManifestEntry(item["run_id"], item["run_json_sha256"], item["renderer_version"],
-                              item.get("traces_retired") is True)
-        digest = _parse_digest(item.get("digest"), path, i)
-        created = item.get("created_utc")
-        created = created if isinstance(created, str) else digest.created_utc if digest is not None else None
-        out[entry.run_id] = OldEntry(entry, digest, created)
-    lists = data.get("lists")
-    return OldSite(out, lists if isinstance(lists, dict) else {})
+    raise AssertionError("a run entry was refused but none is invalid")
 
 
 def _parse_digest(data: object, path: Path, i: int) -> RunDigest | None:
@@ -172,26 +294,27 @@ def _parse_digest(data: object, path: Path, i: int) -> RunDigest | None:
         raise SiteError(f"{exc}; restore the manifest or build into a new folder") from None
 
 
-def write_manifest(runs: list[SiteRun], root: Path, base_url: str, lists: dict[str, object] | None = None) -> None:
+def write_manifest(runs: SiteRuns, root: Path, base_url: str, lists: dict[str, object] | None = None) -> None:
     """manifest.json: what is published, from which run.json, rendered by which reportgen, when it ran, the
     digest of a carried page, and what the lists were drawn from."""
     head = {"schema_version": SITE_SCHEMA_VERSION, "generator": f"reportgen {__version__}", "base_url": base_url,
             "lists": lists or {}}
-    lines = [json.dumps(_manifest_line(p), sort_keys=True, allow_nan=False)
-             for p in sorted(runs, key=lambda p: p.entry.run_id)]
+    encode = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
+    reused = runs.reused_lines
+    lines = [reused.get(i) or encode(_manifest_line(runs, i)) for i in sorted(runs.sha256)]
     # One run per line: json's C encoder (an indented dump runs the pure-Python one, ~0.3 s at 1,000 runs),
     # and a diff of two builds' manifests still shows which runs changed.
     fields_json = "".join(f"{json.dumps(k, sort_keys=True)}: {json.dumps(v, sort_keys=True)},\n"
                           for k, v in sorted(head.items()))
-    text = "{\n" + fields_json + '"runs": [\n' + ",\n".join(lines) + "\n]\n}\n"
+    text = "{\n" + fields_json + RUNS_OPENING + ",\n".join(lines) + "\n]\n}\n"
     (root / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
 
-def _manifest_line(p: SiteRun) -> dict[str, object]:
-    line: dict[str, object] = {"run_id": p.entry.run_id, "run_json_sha256": p.entry.run_json_sha256,
-                               "renderer_version": p.entry.renderer_version, "created_utc": p.created_utc}
-    if p.entry.traces_retired:
+def _manifest_line(runs: SiteRuns, run_id: str) -> dict[str, object]:
+    line: dict[str, object] = {"run_id": run_id, "run_json_sha256": runs.sha256[run_id],
+                               "renderer_version": runs.renderer[run_id], "created_utc": runs.created_utc[run_id]}
+    if run_id in runs.retired:
         line["traces_retired"] = True
-    if p.origin is PageOrigin.CARRIED and p.digest is not None:
-        line["digest"] = to_jsonable(p.digest)
+    if runs.origin[run_id] is PageOrigin.CARRIED and run_id in runs.digests:
+        line["digest"] = to_jsonable(runs.digests[run_id])
     return line

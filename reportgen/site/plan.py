@@ -7,7 +7,6 @@ import gzip
 import hashlib
 import os
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,8 +14,7 @@ from pathlib import Path
 from reportgen import __version__, catalog
 from reportgen.analysis.history import digest
 from reportgen.catalog.sync import Catalog
-from reportgen.catalog.table import CatalogRun
-from reportgen.errors import SiteError
+from reportgen.errors import BundleError, SiteError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR
 from reportgen.site.manifest import (
@@ -26,7 +24,9 @@ from reportgen.site.manifest import (
     OldEntry,
     OldSite,
     PageOrigin,
+    PublishedRuns,
     SiteRun,
+    SiteRuns,
 )
 from reportgen.site.pages import RUN_FILE_GZ
 from reportgen.store.files import NotRegularFile, read_regular
@@ -39,33 +39,32 @@ from reportgen.store.withdrawn import read_withdrawn
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One run of the new site and where its page comes from."""
+    """A run whose page this build draws from its bundle in the store."""
 
     run_id: str
-    origin: PageOrigin
-    store: Path | None
-    """The store that holds the run's bundle (a page to render is drawn from it); None for a run carried over from
-    an older build."""
-    known: SiteRun | None = None
-    """Entry and digest of a reused or carried page; None for a page rendered now (known once rendered)."""
+    store: Path
     fallback: OldEntry | None = None
-    """For a page to render: the old site's page of the same run, kept if the bundle can no longer be drawn."""
+    """The old site's page of the same run, kept if the bundle can no longer be drawn."""
 
     @property
-    def bundle(self) -> Path | None:
-        """The run's bundle in the store (made when asked: a build plans every stored run)."""
-        return None if self.store is None else self.store / self.run_id
+    def bundle(self) -> Path:
+        return self.store / self.run_id
 
 
 @dataclass(frozen=True)
 class SitePlan:
-    """Everything gathered before writing: the runs to render, reuse or carry, and the renderer's version."""
+    """Everything gathered before writing: the pages to draw, reuse or carry, and the renderer's version."""
 
-    runs: tuple[PlannedRun, ...]
+    render: tuple[PlannedRun, ...]
+    reused: SiteRuns
+    """The runs whose old page is reused (as columns: most of a large site's runs)."""
+    carried: tuple[SiteRun, ...]
+    """Pages of runs no longer in the store, kept from the old site."""
     renderer_version: str
+    store: Path
     withdrawn: frozenset[str] = frozenset()  # runs `reportgen rm` withdrew: kept in the manifest, out of the index
     catalog: Catalog | None = None
-    """The store's catalog: the digests and history points of the runs whose SiteRun has no digest."""
+    """The store's catalog: the digests and history points of the runs whose digest the build does not hold."""
     old_lists: dict[str, object] = field(default_factory=dict)
     """What the old site's lists were drawn from (its manifest's ``lists``)."""
     retired: frozenset[str] = frozenset()
@@ -98,48 +97,60 @@ def renderer_version(code_dir: Path | None = None, templates_dir: Path | None = 
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def retired_runs(rows: Iterable[CatalogRun], keep: int | None) -> frozenset[str]:
+def retired_runs(history_key: dict[str, str], created_utc: dict[str, str], keep: int | None) -> frozenset[str]:
     """The runs whose traces the site retires: all but the latest ``keep`` of each history series (None: none)."""
     if keep is None:
         return frozenset()
-    by_key: dict[str, list[CatalogRun]] = {}
-    for r in rows:
-        by_key.setdefault(r.history_key, []).append(r)
+    by_key: dict[str, list[tuple[str, str]]] = {}
+    for run_id, key in history_key.items():
+        by_key.setdefault(key, []).append((created_utc[run_id], run_id))
     out: set[str] = set()
     for runs in by_key.values():
-        runs.sort(key=lambda r: (r.created_utc, r.run_id))
-        out.update(r.run_id for r in runs[: max(0, len(runs) - keep)])
+        if len(runs) > keep:
+            runs.sort()
+            out.update(run_id for _, run_id in runs[: len(runs) - keep])
     return frozenset(out)
 
 
 def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
-           listing: StoreListing | None = None) -> SitePlan:
+           listing: StoreListing | None = None, *, verify: bool = False) -> SitePlan:
     """Bring the store's catalog up to date and decide, per run, whether to render, reuse or carry its page.
 
-    An unchanged run (the catalog's run.json hash and the renderer as the old manifest has them) is
-    neither read nor loaded: a build lists the store, ``lstat``s each run.json (the catalog) and ``stat``s each
-    reused page, which keeps adding one run to a large site cheap. A run to render is loaded later, once, by the
-    process that renders its page.
+    A run whose page is reused (the catalog's run.json hash, the renderer and the retention state as the old
+    manifest has them) is neither read nor loaded, nor stat'ed: bundles and published pages are written once and
+    never changed, so a build's cost for them is a few set operations over the listing, the catalog and the
+    manifest, which keeps adding one run to a large site cheap. ``verify``: also check that each bundle's run.json
+    is the file the catalog read and each reused page is there (one ``lstat`` and one ``stat`` per run), for a
+    store or site changed by hand. A run to render is loaded later, once, by the process that renders its page.
     ``listing``: the store's run folders, listed by the caller while it holds the build lock; None: listed here.
     """
     version = renderer_version()
     listing = list_store(store) if listing is None else listing
-    cat = catalog.sync(store, listing)
-    retired = retired_runs((e.run for e in cat.entries.values()), keep_traces)
-    planned: dict[str, PlannedRun] = {}
+    cat = catalog.sync(store, listing, verify=verify)
+    sha256, created, keys = cat.columns()
+    retired = retired_runs(keys, created, keep_traces)
     withdrawn = frozenset(read_withdrawn(store))
-    pages = os.path.join(os.fspath(out), RUNS_DIR)
-    for name in listing.names:
-        entry = cat.entries.get(name)
-        reused = None if name in withdrawn or entry is None else _reuse(
-            name, store, entry.run, pages, old, version, name in retired)
-        planned[name] = reused or PlannedRun(name, PageOrigin.RENDERED, store, fallback=_fallback(name, out, old))
-    for run_id, prev in sorted(old.runs.items()):
-        if run_id not in planned:
-            d = prev.digest or digest(load_carried(out, run_id))
-            planned[run_id] = PlannedRun(run_id, PageOrigin.CARRIED, None,
-                                         SiteRun(prev.entry, d.created_utc, PageOrigin.CARRIED, d))
-    return SitePlan(tuple(planned.values()), version, withdrawn, cat, old.lists, retired, keep_traces)
+    reused = _reused(listing, sha256, old.runs, version, retired, withdrawn)
+    if verify:
+        pages = os.path.join(os.fspath(out), RUNS_DIR)
+        reused = {i for i in reused if os.path.isfile(os.path.join(pages, i, RUN_PAGE))}
+    published = SiteRuns()
+    published.add_reused(reused, sha256, created, version, retired, old.runs.lines)
+    render = tuple(PlannedRun(n, store, _fallback(n, out, old)) for n in listing.names if n not in reused)
+    carried = tuple(carried_site_run(out, entry) for i in sorted(old.runs.ids().difference(listing.names))
+                    if (entry := old.runs.get(i)) is not None)
+    return SitePlan(render, published, carried, version, store, withdrawn, cat, old.lists, retired, keep_traces)
+
+
+def _reused(listing: StoreListing, sha256: dict[str, str], old: PublishedRuns, version: str,
+            retired: frozenset[str], withdrawn: frozenset[str]) -> set[str]:
+    """The stored runs whose old page is still what this build would draw: in the catalog (a bundle that loads,
+    or a link it loaded again) with the run.json hash the page was drawn from, drawn by this renderer, with the
+    same retention state, and not withdrawn. Set operations and one comparison per run, no object made."""
+    same = {i for i, h in old.sha256.items() if sha256.get(i) == h and old.renderer[i] == version}
+    same.intersection_update(listing.names)
+    same.difference_update(withdrawn)
+    return same - retired.symmetric_difference(old.retired)
 
 
 def carried_site_run(out: Path, prev: OldEntry) -> SiteRun:
@@ -156,31 +167,16 @@ def _fallback(run_id: str, out: Path, old: OldSite) -> OldEntry | None:
     return prev
 
 
-def _reuse(name: str, store: Path, row: CatalogRun, pages: str, old: OldSite, version: str, retired: bool
-           ) -> PlannedRun | None:
-    """The old page of an unchanged bundle, or None when the run must be (re)loaded and rendered.
-
-    Run for every stored run of every build, so it does no more than compare the manifest and ``stat`` the page
-    (on plain strings). A row of the catalog is a bundle that loaded, not a link, and whose run.json has not
-    changed since (:func:`reportgen.catalog.sync`)."""
-    prev = old.runs.get(name)
-    if prev is None:
-        return None
-    entry = prev.entry
-    if (entry.run_json_sha256, entry.renderer_version, entry.traces_retired) != (row.run_json_sha256, version,
-                                                                                 retired):
-        return None
-    if not os.path.isfile(os.path.join(pages, name, RUN_PAGE)):
-        return None
-    return PlannedRun(name, PageOrigin.REUSED, store, SiteRun(entry, row.created_utc, PageOrigin.REUSED))
-
-
-def load_latest(newest: PlannedRun, published: SiteRun, out: Path) -> Run:
-    """The newest run in full, for the index's summary: from the store, or from the old site when its page is
-    carried over (the run left the store, or its bundle can no longer be drawn)."""
-    if newest.bundle is not None and published.origin is not PageOrigin.CARRIED:
-        return load_run(newest.bundle)
-    return load_carried(out, newest.run_id)
+def load_latest(plan: SitePlan, run_id: str, origin: PageOrigin, out: Path) -> Run:
+    """The newest run in full, for the index's summary: from the store, else from the old site's copy (the run
+    left the store, or its bundle can no longer be read: a reused page's bundle is not checked by a build)."""
+    if origin is not PageOrigin.CARRIED:
+        try:
+            return load_run(plan.store / run_id)
+        except (BundleError, OSError):
+            if origin is not PageOrigin.REUSED:
+                raise
+    return load_carried(out, run_id)
 
 
 def load_carried(out: Path, run_id: str) -> Run:

@@ -68,12 +68,19 @@ def _check_size(raw: bytes | str, limits: Limits, source: object, fix: str, erro
 
 
 def load_json(raw: bytes | str, source: object, limits: Limits, *, fix: str,
-              error: type[ReportgenError] = ReportgenError) -> Any:
-    """Parse a JSON document within ``limits``; every failure is ``error`` naming ``source`` and ending in ``fix``."""
+              error: type[ReportgenError] = ReportgenError, walk: bool = True) -> Any:
+    """Parse a JSON document within ``limits``; every failure is ``error`` naming ``source`` and ending in ``fix``.
+
+    ``walk=False``: no Python call per object (for a document of thousands of objects whose reader checks every
+    field it uses, such as a site's manifest): a key twice in one object keeps its last value, and the depth is
+    bounded by the decoder's own recursion limit, not ``max_depth``; size, UTF-8, constants and digits are checked
+    as always."""
     def parse(text: str) -> Any:
+        if not walk:
+            return json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int)
         return json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys)
 
-    return _load(raw, parse, "JSON", json.JSONDecodeError, source, limits, fix, error)
+    return _load(raw, parse, "JSON", json.JSONDecodeError, source, limits, fix, error, walk)
 
 
 def load_toml(raw: bytes, source: object, limits: Limits, *, fix: str,
@@ -84,7 +91,7 @@ def load_toml(raw: bytes, source: object, limits: Limits, *, fix: str,
 
 
 def _load(raw: bytes | str, parse: Callable[[str], Any], kind: str, decode_error: type[ValueError], source: object,
-          limits: Limits, fix: str, error: type[ReportgenError]) -> Any:
+          limits: Limits, fix: str, error: type[ReportgenError], walk: bool = True) -> Any:
     """The checks both readers make around their parser: size, UTF-8, the parser's own errors, depth and digits."""
     _check_size(raw, limits, source, fix, error)
     text = decode_utf8(raw, source, fix=fix, error=error) if isinstance(raw, bytes) else raw
@@ -98,7 +105,8 @@ def _load(raw: bytes | str, parse: Callable[[str], Any], kind: str, decode_error
         raise error(f"{source}: nested deeper than {limits.max_depth} levels; {fix}") from None
     except ValueError:  # the interpreter's own limit on the digits of an int
         raise error(f"{source}: a number with more than {MAX_INT_DIGITS} digits; {fix}") from None
-    _check_value(data, limits, source, fix, error)
+    if walk:
+        _check_value(data, limits, source, fix, error)
     return data
 
 

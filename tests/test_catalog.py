@@ -296,3 +296,33 @@ def test_a_listing_row_is_read_in_the_field_order_of_catalogrun() -> None:
 
     names = [f.name for f in fields(table.CatalogRun)]
     assert names == [*table.LISTING_COLUMNS, "digest_json"]
+
+
+def _columns(ids: list[str], created: str) -> dict[str, list[object]]:
+    n = len(ids)
+    return {"run_id": ids, "created_utc": [created] * n, "scenario": ["s"] * n, "device": ["cpu"] * n,
+            "machine": [None] * n, "run_json_sha256": [f"{created}-{i}" for i in ids], "run_json_bytes": [1] * n,
+            "run_json_mtime_ns": [2] * n, "history_key": ["k"] * n}
+
+
+def test_rows_read_from_columns_answer_as_entries_made_one_by_one(tmp_path: Path) -> None:
+    """The catalog's rows stay in their parts' columns: the newest part's row of a run wins, an entry put here
+    replaces it, a selection leaves the others out of every answer (entries, columns, parts)."""
+    from reportgen.catalog.rows import Entry, Rows
+
+    old, new = table.Part(tmp_path, "part-1"), table.Part(tmp_path, "part-2")
+    rows = Rows()
+    rows.add_part(old, _columns(["a", "b", "c"], "t1"))
+    rows.add_part(new, _columns(["b"], "t2"))
+    made = Entry(replace(rows["c"].run, run_json_sha256="made", digest_json="{}"), None)
+    rows.put(made)
+    assert rows["a"].part == old and rows["b"] == Entry(table.CatalogRun(
+        "b", "t2", "s", "cpu", None, "t2-b", 1, 2, "k", None), new) and rows["c"] is made
+    assert rows.column("run_json_sha256") == {"a": "t1-a", "b": "t2-b", "c": "made"}
+    assert (rows.unwritten(), rows.held_digest("c"), rows.held_digest("a")) == (["c"], "{}", None)
+    assert rows.by_part(["a", "b", "c", "zzz"]) == {old: ["a"], new: ["b"]}
+    assert rows.rows_per_part() == {old: 1, new: 1} and rows.parts() == [old, new]
+    some = rows.only({"b", "c", "zzz"})
+    assert sorted(some) == ["b", "c"] and some.column("created_utc") == {"b": "t2", "c": "t1"}
+    assert some.in_parts({old, new}) == ["b"] and "a" not in some and len(some) == 2
+    assert dict(rows.only(set(rows))) == dict(rows)

@@ -53,8 +53,11 @@ class Rows(Mapping[str, Entry]):
         """These rows for the runs of ``keep`` only (the same parts' columns, shared)."""
         out = Rows()
         out._parts = self._parts
-        out._owner = {i: self._owner[i] for i in keep if i in self._owner}
-        out._made = {i: self._made[i] for i, k in out._owner.items() if k == MADE}
+        if len(keep) == len(self._owner) and self._owner.keys() == keep:  # nothing left out: one copy in C
+            out._owner = dict(self._owner)
+        else:
+            out._owner = {i: self._owner[i] for i in keep if i in self._owner}
+        out._made = {i: self._made[i] for i, k in out._owner.items() if k == MADE} if self._made else {}
         return out
 
     def __getitem__(self, run_id: str) -> Entry:

@@ -262,7 +262,8 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int
     if not tables:
         return [], {}
     t = pa.concat_tables(tables)
-    first = _where(t, pc.call_function("less_equal", [t["variant_index"], pa.scalar(0, pa.int32())]))
+    slim = t.select(["key", "created_utc", "run_id", "variant_index"])  # what the count needs, not every column
+    first = _where(slim, pc.call_function("less_equal", [slim["variant_index"], pa.scalar(0, pa.int32())]))
     order = pc.call_function("sort_indices", [first], pc.SortOptions([("key", "ascending"), ("created_utc", "descending"),
                                                                       ("run_id", "descending")]))
     keys = pc.call_function("take", [first["key"], order]).to_pylist()

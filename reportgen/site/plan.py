@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import os
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -101,14 +102,15 @@ def retired_runs(history_key: dict[str, str], created_utc: dict[str, str], keep:
     """The runs whose traces the site retires: all but the latest ``keep`` of each history series (None: none)."""
     if keep is None:
         return frozenset()
-    by_key: dict[str, list[tuple[str, str]]] = {}
+    crowded = {k for k, n in Counter(history_key.values()).items() if n > keep}
+    by_key: dict[str, list[tuple[str, str]]] = {k: [] for k in crowded}
     for run_id, key in history_key.items():
-        by_key.setdefault(key, []).append((created_utc[run_id], run_id))
+        if key in by_key:
+            by_key[key].append((created_utc[run_id], run_id))
     out: set[str] = set()
     for runs in by_key.values():
-        if len(runs) > keep:
-            runs.sort()
-            out.update(run_id for _, run_id in runs[: len(runs) - keep])
+        runs.sort()
+        out.update(run_id for _, run_id in runs[: len(runs) - keep])
     return frozenset(out)
 
 

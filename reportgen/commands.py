@@ -55,14 +55,7 @@ def profile_request(args: argparse.Namespace, store: Path, config: Config | None
     from reportgen.devices import import_torch
     from reportgen.profile.command import ProfileRequest
     from reportgen.profile.measure import MAX_SAMPLES, MAX_WARMUP, MeasureSettingsIn
-    from reportgen.scenario.loader import (
-        check_input_size,
-        check_seed,
-        check_threads,
-        load_scenario,
-        parse_dtype,
-        parse_shape,
-    )
+    from reportgen.scenario.loader import check_input_size, check_seed, check_threads, load_scenario, parse_dtype, parse_shape
     from reportgen.store.layout import check_label
     from reportgen.store.writer import check_store
 

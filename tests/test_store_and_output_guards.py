@@ -331,10 +331,14 @@ def test_a_profile_output_reached_only_through_links_is_refused(tmp_path: Path) 
 
 
 def test_build_strict_fails_on_a_warning_and_keeps_the_old_site(world: tuple[Path, Path], tmp_path: Path) -> None:
+    """A bundle broken after its page was published: a build trusts it (bundles are written once) unless told to
+    ``--verify``; then ``--strict`` turns the warning into exit 3 and the site is left as it was."""
     store, site = world
     (store / RUN_B / "run.json").write_text("{ not json")
-    before = snapshot(site, listing=False)
     proc = _cli("build", "--strict", "--runs", str(store), "--out", str(site))
+    assert (proc.returncode, proc.stderr) == (0, "") and "(0 rendered, 2 unchanged" in proc.stdout
+    before = snapshot(site, listing=False)
+    proc = _cli("build", "--strict", "--verify", "--runs", str(store), "--out", str(site))
     assert proc.returncode == 3 and proc.stdout == ""
     warning, error = proc.stderr.splitlines()
     assert warning.startswith(f"reportgen: warning: {store / RUN_B / 'run.json'}: ") and warning.endswith(
@@ -343,7 +347,7 @@ def test_build_strict_fails_on_a_warning_and_keeps_the_old_site(world: tuple[Pat
                      "fix or withdraw the run, or build without --strict")
     assert snapshot(site, listing=False) == before
     assert _listing(tmp_path) == {"results", "site", ".site.lock"}  # no temporary folder left, only the lock
-    proc = _cli("build", "--runs", str(store), "--out", str(site))  # without --strict: a warning, exit 0
+    proc = _cli("build", "--verify", "--runs", str(store), "--out", str(site))  # without --strict: a warning, exit 0
     assert proc.returncode == 0 and f"(run {RUN_B} left out of this build)" in proc.stderr
 
 

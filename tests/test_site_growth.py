@@ -71,6 +71,22 @@ def test_adding_a_run_redraws_only_the_last_archive_page_and_its_own_history(tmp
     assert "archive/3.html" in after
 
 
+def test_a_run_that_starts_an_archive_page_redraws_only_the_page_before(tmp_path: Path, small_lists: None) -> None:
+    """Archive pages name only their neighbours (the index lists them all), so a new page does not redraw every
+    page: at 10,000 runs that was ten pages of 1,000 runs each, every 1,000th added run."""
+    store, out = _store(tmp_path, 6), tmp_path / "site"
+    site.build_site(store, out, "/", jobs=1)
+    first = (out / "archive" / "1.html").stat().st_ino
+    write_synthetic(store, _run(6))
+    site.build_site(store, out, "/", jobs=1)
+    pages = [(out / "archive" / f"{k}.html").read_text() for k in (1, 2, 3)]
+    assert (out / "archive" / "1.html").stat().st_ino == first
+    assert 'href="2.html">runs 4 onward →' in pages[0] and "run(s) in all" not in pages[0]
+    assert 'href="1.html">← runs 1–3' in pages[1] and 'href="3.html">runs 7 onward →' in pages[1]
+    assert 'href="2.html">← runs 4–6' in pages[2] and "7 run(s) in all" in pages[2] and "onward" not in pages[2]
+    assert all('href="../index.html">every page: the front page' in page for page in pages)
+
+
 def test_run_folders_are_carried_over_not_copied(tmp_path: Path) -> None:
     store, out = _store(tmp_path, 2), tmp_path / "site"
     site.build_site(store, out, "/", jobs=1)

@@ -1,7 +1,8 @@
 """What lists the runs: the index (the latest runs), the archive pages (every run), the history charts.
 
 Their cost must not grow with the store: the index shows the newest ``INDEX_RUNS`` runs; the archive holds
-``ARCHIVE_PAGE_RUNS`` runs per page, oldest first, so a new run changes only the last page; each history chart
+``ARCHIVE_PAGE_RUNS`` runs per page, oldest first, each page linking its neighbours (the index lists them all), so a
+new run changes only the last page (and the one before, when it starts a page); each history chart
 shows a group's latest ``HISTORY_WINDOW`` runs. An archive page or a chart whose inputs are unchanged (same
 runs, same renderer: their *signature*, kept in the manifest's ``lists``) is linked from the old site, not drawn
 again; a group's steps are kept there too. Digests and history points come from the digests the build holds
@@ -104,7 +105,8 @@ def write_archive(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, root: 
     (root / ARCHIVE_DIR).mkdir()
     for page in pages:
         chunk = run_ids[page.first - 1: page.last]
-        sig = _signature(plan.renderer_version, len(pages), "\0".join(chunk))
+        last = page.number == len(pages)  # the last page says the total; the others name their neighbours only
+        sig = _signature(plan.renderer_version, page.number, last, len(run_ids) if last else "", "\0".join(chunk))
         sigs.append(sig)
         target = root / page.href
         if page.number <= len(old_sigs) and old_sigs[page.number - 1] == sig and _link(old_site / page.href, target):

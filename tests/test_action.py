@@ -70,6 +70,14 @@ def test_action_inputs_are_declared_and_used_and_steps_run_the_script() -> None:
     assert upload["with"]["path"] == "${{ runner.temp }}/reportgen-site"
     push = next(s for s in action["runs"]["steps"] if s.get("id") == "push")
     assert push["env"]["RG_SITE_DIR"] == upload["with"]["path"]
+    steps = action["runs"]["steps"]
+    restore, save = (next(i for i, s in enumerate(steps) if s.get("uses", "").startswith(f"actions/cache/{verb}@"))
+                     for verb in ("restore", "save"))
+    # the last push's site is restored before the build (which then draws only new pages) and kept after it
+    assert restore < steps.index(push) < save and steps[restore]["if"] == push["if"]
+    assert steps[restore]["with"]["path"] == steps[save]["with"]["path"] == upload["with"]["path"]
+    assert steps[save]["with"]["key"] == steps[restore]["with"]["key"]
+    assert steps[save]["with"]["key"].startswith(steps[restore]["with"]["restore-keys"])
 
 
 def test_this_repositorys_workflow_uses_the_local_action() -> None:

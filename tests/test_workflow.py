@@ -93,7 +93,7 @@ def test_pull_request_flow_runs_ab_and_comments(wf: dict[Any, Any]) -> None:
 
 def test_only_known_actions_pinned_to_a_major_version(wf: dict[Any, Any]) -> None:
     known = {"actions/checkout", "actions/setup-python", "actions/configure-pages", "actions/upload-pages-artifact",
-             "actions/deploy-pages", "actions/github-script"}
+             "actions/deploy-pages", "actions/github-script", "actions/cache/restore", "actions/cache/save"}
     steps = [s for job in wf["jobs"].values() for s in job["steps"]]
     steps += yaml.safe_load(ACTION.read_text())["runs"]["steps"]
     for s in steps:

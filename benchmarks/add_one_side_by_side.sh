@@ -16,36 +16,20 @@ exec 2>&1
 base=${1:?base commit}; runs=${2:?number of runs}; pairs=${3:-7}
 root=$(cd "$(dirname "$0")/.." && pwd)
 py="$root/.venv/bin/python"
-work=$(mktemp -d /tmp/add-one-ab.XXXXXX)
-trap 'git -C "$root" worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-git -C "$root" worktree add -q --detach "$work/base" "$base"
-ln -s ../templates "$work/base/reportgen/templates"   # the package data, where an installed wheel has it
-ln -s ../scenarios "$work/base/reportgen/scenarios"
+# shellcheck source=benchmarks/add_one_lib.sh
+. "$root/benchmarks/add_one_lib.sh"
+base_worktree "$base" add-one-ab
 store="$work/store"
-if [ -n "${STORE_FROM:-}" ]; then
-  cp -al "$STORE_FROM" "$store"
-  [ "$(find "$store" -mindepth 1 -maxdepth 1 -not -name '.*' | wc -l)" = "$runs" ] || { echo "$STORE_FROM: not $runs runs"; exit 2; }
-else
-  "$py" -c "import sys; sys.path.insert(0, '$root/benchmarks'); import bench_site; from pathlib import Path; \
-bench_site.make_store(Path('$store'), 0, $runs)"
-fi
+prepare_store "$store" "$runs" "${STORE_FROM:-}"
 build() {  # side, label
-  if [ "$1" = base ]; then
-    /usr/bin/time -f "$2 base %e s wall %U+%S s cpu" env -C "$work" PYTHONPATH="$work/base" "$py" -m reportgen \
-      build --runs "$store" --out "$work/site-base" --keep-traces 20 >/dev/null
-  else
-    /usr/bin/time -f "$2 head %e s wall %U+%S s cpu" env -C "$work" PYTHONPATH="$root" "$py" -m reportgen \
-      build --runs "$store" --out "$work/site-head" --keep-traces 20 >/dev/null
-  fi
+  local code="$root"; [ "$1" = base ] && code="$work/base"
+  timed_build "$2 $1" "$code" "$store" "$work/site-$1"
 }
 echo "base $(git -C "$root" rev-parse --short "$base"), head $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo ' (uncommitted changes)'), $runs runs, $(nproc) CPUs, $(date -u +%FT%TZ)"
 build base cold
 build head cold
 for k in $(seq 1 "$pairs"); do
-  "$py" -c "import sys; sys.path.insert(0, '$root/benchmarks'); import bench_site; from pathlib import Path; \
-bench_site.make_store(Path('$store'), $runs + $k - 1, 1)"
+  make_runs "$store" $((runs + k - 1)) 1
   if [ $((k % 2)) = 1 ]; then build base "add $k"; build head "add $k"; else build head "add $k"; build base "add $k"; fi
 done
-"$py" -c "import sys; sys.path.insert(0, '$root/benchmarks'); from machine import reference_loop_s; \
-print('reference loop', reference_loop_s(), 's')"
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+report_machine

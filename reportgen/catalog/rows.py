@@ -103,7 +103,7 @@ class Rows(Mapping[str, Entry]):
 
     def unwritten(self) -> list[str]:
         """The runs whose rows no part holds yet."""
-        return [i for i, e in self._made.items() if e.part is None and self._owner.get(i) == MADE]
+        return [i for i, e in self._made.items() if e.part is None]
 
     def rows_per_part(self) -> dict[Part, int]:
         """How many current rows each part holds."""

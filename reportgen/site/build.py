@@ -161,32 +161,30 @@ def write_site(plan: SitePlan, root: Path, base_url: str, old_site: Path, jobs: 
     if tasks and drawer is not None and jobs > 1 and render_workers(len(tasks), jobs) == 1:
         drawer.submit(tasks)  # a few new pages (adding runs to a site): drawn beside the index
         rendered, failed = _split([render_task(t, write=False) for t in tasks])
-        kept = _keep_old_pages(failed, plan, old_site)
-        pages = _write_lists(_published(plan, kept, rendered), failed, plan, root, base_url, old_site, rendered)
+        published = _published(plan, _keep_old_pages(failed, plan, old_site), rendered)
+        pages = _write_lists(published, failed, plan, root, base_url, old_site, rendered)
         late = [f for f in drawer.wait() or [] if f.run_id not in {x.run_id for x in failed}]
         if late:  # the child could not draw a page the index lists: list the runs again without it
             gone = {f.run_id for f in late}
             rendered = [r for r in rendered if r.site_run.entry.run_id not in gone]
             failed = sorted([*failed, *late], key=lambda f: f.run_id)
-            kept += _keep_old_pages(late, plan, old_site)
+            published = _published(plan, _keep_old_pages(failed, plan, old_site), rendered)
             _remove_lists(root)
-            pages = _write_lists(_published(plan, kept, rendered), failed, plan, root, base_url, old_site, rendered)
+            pages = _write_lists(published, failed, plan, root, base_url, old_site, rendered)
     else:
         if drawer is not None:
             drawer.close()  # not needed: many pages go to a pool, none or one process draws here
         if tasks:
             warm_up(matplotlib=render_workers(len(tasks), jobs) > 1)  # once, before the workers' fork (if any)
         rendered, failed = _split(render_run_pages(tasks, jobs))
-        kept = _keep_old_pages(failed, plan, old_site)
-        pages = _write_lists(_published(plan, kept, rendered), failed, plan, root, base_url, old_site, rendered)
-    return pages, _published(plan, kept, rendered), failed
+        published = _published(plan, _keep_old_pages(failed, plan, old_site), rendered)
+        pages = _write_lists(published, failed, plan, root, base_url, old_site, rendered)
+    return pages, published, failed
 
 
 def _published(plan: SitePlan, kept: list[SiteRun], rendered: list[RenderedPage]) -> SiteRuns:
     """Every run the new site lists: reused, carried, kept from the old site, rendered now."""
-    runs = SiteRuns(dict(plan.reused.sha256), dict(plan.reused.renderer), dict(plan.reused.created_utc),
-                    set(plan.reused.retired), dict(plan.reused.origin), dict(plan.reused.digests),
-                    plan.reused.reused_lines)
+    runs = plan.reused.copy()
     for run in (*plan.carried, *kept, *(r.site_run for r in rendered)):
         runs.add(run)
     return runs

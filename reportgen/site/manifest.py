@@ -88,7 +88,7 @@ class PublishedRuns:
     retired: frozenset[str]
     digests: dict[str, RunDigest]
     """The digests the manifest keeps: a carried page's (version 1: every run's)."""
-    lines: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, str]
     """The manifest's own text of each run's entry without a digest, as this reportgen writes it (one per line):
     the new manifest repeats it for a reused page instead of encoding 10,000 entries again."""
 
@@ -109,7 +109,7 @@ class PublishedRuns:
         return OldEntry(entry, self.digests.get(run_id), self.created_utc.get(run_id))
 
 
-NO_RUNS = PublishedRuns({}, {}, {}, frozenset(), {})
+NO_RUNS = PublishedRuns({}, {}, {}, frozenset(), {}, {})
 
 
 @dataclass
@@ -126,6 +126,11 @@ class SiteRuns:
     """The digests known without the catalog: drawn now, or kept by the manifest for a carried page."""
     reused_lines: dict[str, str] = field(default_factory=dict)
     """The old manifest's text of reused runs' entries (PublishedRuns.lines), written again as they were."""
+
+    def copy(self) -> SiteRuns:
+        """A copy whose columns can be added to without changing these."""
+        return SiteRuns(dict(self.sha256), dict(self.renderer), dict(self.created_utc), set(self.retired),
+                        dict(self.origin), dict(self.digests), dict(self.reused_lines))
 
     def add(self, run: SiteRun) -> None:
         """One rendered or carried run."""
@@ -220,12 +225,10 @@ def read_old_site(out: Path) -> OldSite:
         raise SiteError(f"{path}: unreadable ({exc.strerror}); restore it or build into a new folder") from None
     data = load_json(raw, path, MANIFEST_LIMITS, fix="restore it or build into a new folder", error=SiteError,
                      walk=False)  # 10,000 entries, each field checked below
-    site = _parse_manifest(data, path)
-    site.runs.lines.update(_plain_lines(raw, data["runs"]))
-    return site
+    return _parse_manifest(data, path, raw)
 
 
-def _parse_manifest(data: object, path: Path) -> OldSite:
+def _parse_manifest(data: object, path: Path, raw: bytes) -> OldSite:
     """Validate the manifest JSON: version first, then the run entries (checked column by column: an object per
     run would cost a 10,000-run build more than the rest of its work for the runs it does not draw)."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
@@ -249,7 +252,7 @@ def _parse_manifest(data: object, path: Path) -> OldSite:
     created.update({i: d.created_utc for i, d in digests.items() if i not in created})
     published = PublishedRuns(dict(zip(ids, shas, strict=True)), dict(zip(ids, renderers, strict=True)), created,
                               frozenset(item["run_id"] for item in runs if item.get("traces_retired") is True),
-                              digests)
+                              digests, _plain_lines(raw, runs))
     lists = data.get("lists")
     return OldSite(published, lists if isinstance(lists, dict) else {})
 

@@ -165,6 +165,24 @@ def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: objec
     assert digest_json.digest_from_manifest(data) is None
 
 
+@pytest.mark.parametrize("created", ["2026-12-01T00:00:00Z", 'a "quoted" time', "caf\u00e9 \\ \x01"])
+def test_manifest_entries_are_written_as_the_json_encoder_writes_them(created: str) -> None:
+    """Entries of plain strings are formatted directly; the file must still be what json.dumps(sort_keys=True) writes,
+    retired and carried runs included, and a string JSON escapes sends every entry to the encoder."""
+    d = _digests()[0]
+    runs = manifest.SiteRuns()
+    runs.add_reused({"r-1", "r-2"}, {"r-1": "ab" * 32, "r-2": "cd" * 32},
+                    {"r-1": created, "r-2": "2026-12-02T00:00:00Z"}, "0.1+abc", {"r-2"})
+    runs.add(manifest.SiteRun(manifest.ManifestEntry("r-0", "ef" * 32, "0.1+abc"), d.created_utc,
+                              manifest.PageOrigin.CARRIED, d))
+    runs.add(manifest.SiteRun(manifest.ManifestEntry("r-3", "01" * 32, "0.1+abc", True), "2026-12-03T00:00:00Z",
+                              manifest.PageOrigin.RENDERED, d))
+    expected = [json.dumps(manifest._manifest_line(runs, i), sort_keys=True) for i in ("r-0", "r-1", "r-2", "r-3")]
+    assert manifest._entry_lines(runs) == expected
+    assert '"traces_retired": true' in expected[2] and '"traces_retired"' not in expected[1]
+    assert '"digest"' in expected[0] and '"digest"' not in expected[3]
+
+
 def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> None:
     assert style.clip_label("x" * 32) == "x" * 32
     assert style.clip_label("y" * 33) == "y" * 31 + "…"

@@ -137,7 +137,7 @@ def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
         pages = os.path.join(os.fspath(out), RUNS_DIR)
         reused = {i for i in reused if os.path.isfile(os.path.join(pages, i, RUN_PAGE))}
     published = SiteRuns()
-    published.add_reused(reused, sha256, created, version, retired, old.runs.lines)
+    published.add_reused(reused, sha256, created, version, retired)
     render = tuple(PlannedRun(n, store, _fallback(n, out, old)) for n in listing.names if n not in reused)
     carried = tuple(carried_site_run(out, entry) for i in sorted(old.runs.ids().difference(listing.names))
                     if (entry := old.runs.get(i)) is not None)

@@ -37,3 +37,4 @@ for k in $(seq 1 "$rounds"); do
   done
 done
 report_machine
+summarise

@@ -26,9 +26,26 @@ prepare_store() {  # store, runs, FROM (may be empty)
   fi
 }
 
-timed_build() {  # label printed before the times, code folder (PYTHONPATH), store, site
-  /usr/bin/time -f "$1 %e s wall %U+%S s cpu" env -C "$work" PYTHONPATH="$2" "$py" -m reportgen \
+timed_build() {  # label printed before the times, code folder (PYTHONPATH), store, site; also kept in $work/times
+  /usr/bin/time -a -o "$work/times" -f "$1 %e s wall %U+%S s cpu" env -C "$work" PYTHONPATH="$2" "$py" -m reportgen \
     build --runs "$3" --out "$4" --keep-traces 20 >/dev/null
+  tail -n 1 "$work/times"
+}
+
+summarise() {  # the median wall and CPU time (user+system, the build's processes) of the timed adds, per side and size
+  "$py" - "$work/times" <<'PY'
+import re, statistics, sys
+cells = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"add \d+ (\w+)( \d+)? ([\d.]+) s wall ([\d.]+)\+([\d.]+) s cpu", line)
+    if m:
+        cells.setdefault((m[1], m[2] or ""), []).append((float(m[3]), float(m[4]) + float(m[5])))
+for (side, runs), times in sorted(cells.items()):
+    wall = sorted(w for w, _ in times)
+    cpu = [c for _, c in times]
+    print(f"median {side}{runs}: {statistics.median(wall):.2f} s wall ({wall[0]:.2f}-{wall[-1]:.2f}), "
+          f"{statistics.median(cpu):.2f} s cpu, {len(times)} builds")
+PY
 }
 
 report_machine() {  # the reference loop and the load average, after the builds

@@ -33,3 +33,4 @@ for k in $(seq 1 "$pairs"); do
   if [ $((k % 2)) = 1 ]; then build base "add $k"; build head "add $k"; else build head "add $k"; build base "add $k"; fi
 done
 report_machine
+summarise

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from reportgen.analysis.history import GroupPoint
 from reportgen.store.atomic import new_file_mode
 
@@ -38,10 +36,7 @@ READ_ATTEMPTS = 5
 """Listings tried when a part vanishes under a reader (each compaction writes its part before deleting)."""
 ROW_GROUP_ROWS = 1_000
 """Rows per Parquet row group of a runs file, whose rows are sorted by run id: reading a few runs' digests (the
-index's newest 50) reads the row groups whose run-id range holds them, not a 10,000-run part's every digest. A points
-file has row groups of as many rows, sorted by time: a group's newest points are read without the oldest."""
-WINDOW_COLUMNS = ["key", "created_utc", "run_id", "variant_index"]
-"""What choosing each group's window reads of every point row (the other columns only of the rows kept)."""
+index's newest 50) reads the row groups whose run-id range holds them, not a 10,000-run part's every digest."""
 
 
 @dataclass(frozen=True)
@@ -147,8 +142,7 @@ def write_part(folder: Path, runs: Sequence[CatalogRun], points: Sequence[GroupP
     folder.mkdir(mode=0o755, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
     part = Part(folder, f"part-{stamp}-{secrets.token_hex(4)}")
-    by_time = sorted(points, key=lambda p: (p.created_utc, p.run_id, p.key, p.variant_index))
-    _write_table(_points_table(by_time), part.points_file, ROW_GROUP_ROWS)
+    _write_table(_points_table(points), part.points_file)
     _write_table(_runs_table(sorted(runs, key=lambda r: r.run_id)), part.runs_file, ROW_GROUP_ROWS)
     return part
 
@@ -255,88 +249,38 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
     group's number of wanted runs.
 
-    The window is chosen from four columns of every row, by Arrow's kernels and numpy (no Python object per row):
-    the rows are counted once per run and group (its first variant's, index 0, or the row of a run without
-    variants, -1), sorted newest first within each group, with repeats of a run in one group (a swept shape equal
-    to its own but for the seed) counted once. Every column is then read only for the rows kept, from the row
-    groups that hold them (a part's points are written oldest first, so a group's newest runs sit in its last
-    row groups)."""
+    Filtered and sorted by Arrow's kernels; the windows are counted over one row per run and group (its first
+    variant's, index 0, or the row of a run without variants, -1), sorted newest first within each group, with
+    repeats of a run in one group (a swept shape equal to its own but for the seed) counted once. Python objects
+    are made only for the points kept, and two strings per run and group for the count."""
     pa, pc = _pa(), _pc()
-    files: list[Any] = []
-    slims: list[Any] = []
+    tables = []
     for part, ids in wanted.items():
-        f = _open(part.points_file)
-        t = f.read(columns=WINDOW_COLUMNS)
-        t = t.append_column("part", pa.array(np.full(t.num_rows, len(files), np.int32)))
-        t = t.append_column("row", pa.array(np.arange(t.num_rows, dtype=np.int64)))
-        if pc.call_function("count_distinct", [t["run_id"]]).as_py() != len(ids):  # some runs are not wanted
-            t = _where(t, _is_in(t["run_id"], ids))
-        files.append(f)
-        slims.append(t)
-    if not slims:
+        t = _read(part.points_file, None)
+        mask = _is_in(t["run_id"], ids)
+        tables.append(t if pc.call_function("all", [mask]).as_py() else _where(t, mask))
+    if not tables:
         return [], {}
-    slim = pa.concat_tables(slims).combine_chunks()
-    kept, totals = _window(slim, window)
-    rows = _where(slim.select(["part", "row"]), kept)
-    return [_point(r) for k, f in enumerate(files) for r in _read_rows(f, _rows_of(rows, k)).to_pylist()], totals
-
-
-def _window(slim: Any, window: int) -> tuple[Any, dict[str, int]]:
-    """A mask of the rows of ``slim`` (WINDOW_COLUMNS) in their group's latest ``window`` runs, and each group's
-    number of runs."""
-    pa, pc = _pa(), _pc()
+    t = pa.concat_tables(tables)
+    slim = t.select(["key", "created_utc", "run_id", "variant_index"])  # what the count needs, not every column
     first = _where(slim, pc.call_function("less_equal", [slim["variant_index"], pa.scalar(0, pa.int32())]))
-    order = pc.call_function("sort_indices", [first], pc.SortOptions([("key", "ascending"),
-                                                                      ("created_utc", "descending"),
+    order = pc.call_function("sort_indices", [first], pc.SortOptions([("key", "ascending"), ("created_utc", "descending"),
                                                                       ("run_id", "descending")]))
-    keys = pc.call_function("take", [first["key"], order]).combine_chunks()
-    runs = pc.call_function("take", [first["run_id"], order]).combine_chunks()
-    n = len(keys)
-    if n == 0:
-        return pa.array(np.zeros(slim.num_rows, bool)), {}
-    same_key = _shifted_equal(keys)
-    new_run = ~(same_key & _shifted_equal(runs))  # a row of a (group, run) not seen on the row before
-    starts = np.flatnonzero(~same_key)  # each group's first row (sorted by group)
-    seen = np.cumsum(new_run)  # distinct (group, run) up to and including each row
-    rank = seen - seen[starts][np.cumsum(~same_key) - 1]  # 0 for a group's newest run
-    counts = np.add.reduceat(new_run.astype(np.int64), starts)
-    totals = dict(zip(pc.call_function("take", [keys, pa.array(starts)]).to_pylist(), counts.tolist(), strict=True))
-    chosen = new_run & (rank < window)
-    pairs = pc.call_function("binary_join_element_wise", [pc.call_function("filter", [keys, pa.array(chosen)]),
-                                                          pc.call_function("filter", [runs, pa.array(chosen)]),
-                                                          pa.scalar("\0")])
-    every = pc.call_function("binary_join_element_wise", [slim["key"], slim["run_id"], pa.scalar("\0")])
-    return pc.call_function("is_in", [every], pc.SetLookupOptions(pairs)), totals
-
-
-def _shifted_equal(column: Any) -> Any:
-    """Per row, whether ``column`` equals its value on the row before (False for the first row), as numpy."""
-    pc = _pc()
-    same = pc.call_function("equal", [column.slice(1), column.slice(0, len(column) - 1)])
-    return np.concatenate([[False], same.to_numpy(zero_copy_only=False)])
-
-
-def _rows_of(rows: Any, k: int) -> Any:
-    """The row numbers of file ``k`` among ``rows`` (columns part and row), ascending."""
-    pa, pc = _pa(), _pc()
-    mine = pc.call_function("filter", [rows["row"], pc.call_function("equal", [rows["part"], pa.scalar(k, pa.int32())])])
-    return np.sort(mine.to_numpy())
-
-
-def _read_rows(f: Any, rows: Any) -> Any:
-    """Rows ``rows`` (ascending numbers) of an open Parquet file, every column, reading only their row groups."""
-    pa, pc = _pa(), _pc()
-    if len(rows) == 0:
-        return f.schema_arrow.empty_table()
-    meta = f.metadata
-    sizes = np.array([meta.row_group(g).num_rows for g in range(meta.num_row_groups)], dtype=np.int64)
-    ends = np.cumsum(sizes)
-    group_of = np.searchsorted(ends, rows, side="right")
-    groups = np.unique(group_of)
-    read_at = np.zeros(len(sizes), dtype=np.int64)  # where each group read starts in the table read
-    read_at[groups] = np.cumsum(sizes[groups]) - sizes[groups]
-    t = f.read_row_groups(groups.tolist())
-    return pc.call_function("take", [t, pa.array(rows - (ends - sizes)[group_of] + read_at[group_of])])
+    keys = pc.call_function("take", [first["key"], order]).to_pylist()
+    runs = pc.call_function("take", [first["run_id"], order]).to_pylist()
+    totals: dict[str, int] = {}
+    kept: list[str] = []
+    last = None
+    for key, run_id in zip(keys, runs, strict=True):
+        if (key, run_id) == last:
+            continue
+        last = (key, run_id)
+        n = totals.get(key, 0)
+        totals[key] = n + 1
+        if n < window:
+            kept.append(f"{key}\0{run_id}")
+    pairs = pc.call_function("binary_join_element_wise", [t["key"], t["run_id"], pa.scalar("\0")])
+    return [_point(row) for row in _where(t, _is_in(pairs, kept)).to_pylist()], totals
 
 
 @functools.lru_cache(maxsize=1024)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import Enum
@@ -288,19 +287,15 @@ def write_manifest(runs: SiteRuns, root: Path, base_url: str, lists: dict[str, o
     (root / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
 
-_NOT_PLAIN = re.compile(r'[^\x20-\x7e]|["\\]')
-"""A character that JSON escapes (json.dumps writes ASCII): none in a string, and its JSON is the string quoted."""
-
-
 def _entry_lines(runs: SiteRuns) -> list[str]:
-    """Each run's entry as json.dumps(..., sort_keys=True) writes it, by run id. An entry without a digest whose
-    strings JSON does not escape (run ids are safe folder names; hashes, versions and times are plain ASCII) is
-    formatted directly: encoding 10,000 dicts was a pass over every run of the store in each build."""
+    """Each run's entry as json.dumps(..., sort_keys=True) writes it, by run id. When no run id, hash, renderer or
+    time holds a character JSON escapes (all are printable ASCII without quotes or backslashes, as reportgen makes
+    them), the entries without a digest are formatted directly: encoding 10,000 dicts cost each build more."""
     ids = sorted(runs.sha256)
     encode = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
     sha, renderer, created, retired = runs.sha256, runs.renderer, runs.created_utc, runs.retired
     every = "".join([*ids, *sha.values(), *renderer.values(), *created.values()])
-    if _NOT_PLAIN.search(every):
+    if not (every.isascii() and every.isprintable()) or '"' in every or "\\" in every:
         return [encode(_manifest_line(runs, i)) for i in ids]
     kept = {i for i, o in runs.origin.items() if o is PageOrigin.CARRIED and i in runs.digests}
     ends = {False: "}", True: ', "traces_retired": true}'}

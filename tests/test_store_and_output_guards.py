@@ -384,4 +384,7 @@ def test_a_folder_that_is_not_a_store_is_one_line_not_an_error_per_subfolder(wor
     proc = _cli("build", "--runs", str(store / RUN_A), "--out", str(site))
     assert proc.returncode == 3 and proc.stderr.count("\n") == 1, proc.stderr
     assert f"{store / RUN_A}: is a run bundle, not a store; pass the folder that holds it ({store})" in proc.stderr
+    proc = _cli("build", "--runs", str(docs), "--out", str(site))  # the build reads only until a bundle: all 3 here
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "not a results store (none of its 3 folder(s) holds a run.json)" in proc.stderr
     assert snapshot(site) == before

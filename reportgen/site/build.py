@@ -50,7 +50,7 @@ from reportgen.site.pages import (
 from reportgen.site.plan import SitePlan, carried_site_run, gather, load_latest
 from reportgen.site.workers import BackgroundChild, HereChild, background_child, default_jobs, render_workers
 from reportgen.store.atomic import make_folders
-from reportgen.store.loader import check_is_store, list_store
+from reportgen.store.loader import check_store_has_runs
 from reportgen.store.outputs import MANIFEST_FILE, NOJEKYLL, SITE_MARKERS
 from reportgen.store.writer import make_temp_dir
 
@@ -99,11 +99,10 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     jobs = default_jobs() if jobs is None else jobs
     if not store.is_dir():
         raise SiteError(f"{store}: no such results folder; run 'reportgen profile' first or pass --runs FOLDER")
-    listing = list_store(store)
-    if not listing.names:
+    # a run bundle or an unrelated folder as --runs: one line, not a warning per folder
+    if not check_store_has_runs(store):
         raise SiteError(f"{store}: holds no runs; run 'reportgen profile' or 'reportgen import' first "
                         "(the site was not changed)")
-    check_is_store(store, listing.names)  # a run bundle or an unrelated folder as --runs: one line, not a warning per folder
     fs.check_build_target(out, store, SITE_MARKERS)
     stamp = manifest_stamp(out)
     old = read_old_site(out)  # refuse a folder that is not a site before the lock file is made

@@ -144,6 +144,25 @@ def check_is_store(store: Path, names: Sequence[str]) -> None:
                           "pass the store folder (--store; default ./results)")
 
 
+def check_store_has_runs(store: Path) -> bool:
+    """Whether the folder ``store`` holds a run folder; refuse (as :func:`check_is_store`) a run bundle or a folder
+    of folders none of which holds a ``run.json``. Reads the directory only until its first bundle, so checking a
+    large store before a build does not list it (the build lists it under its lock)."""
+    if os.path.lexists(store / RUN_FILE):
+        check_is_store(store, ())
+    found = False
+    with os.scandir(store) as entries:
+        for e in entries:
+            if e.name.startswith(".") or not (e.is_symlink() or e.is_dir(follow_symlinks=False)):
+                continue
+            if os.path.lexists(os.path.join(e.path, RUN_FILE)):
+                return True
+            found = True
+    if found:
+        check_is_store(store, list_store(store).names)  # refuses it, naming how many folders it has
+    return found
+
+
 def resolve_run_dir(store: Path, ref: str, scenario: str | None = None, machine: str | None = None) -> Path:
     """A run folder from a run id, a folder path, ``latest``/``latest~N``, a label or a git sha (prefix).
 

@@ -156,6 +156,17 @@ def test_a_changed_run_json_is_read_again(tmp_path: Path) -> None:
     assert catalog.sync(store).digests([_run(0).run_id])[0].label == "relabelled by hand"
 
 
+def test_parts_written_across_a_second_boundary_sort_in_the_order_written(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The newest part's row of a run wins: a part's name must sort after every older part's, also when its
+    seconds and nanoseconds straddle a second (read apart, they named a part before the one written just before)."""
+    clock = iter([1_764_460_800_999_999_999, 1_764_460_801_000_000_001])
+    monkeypatch.setattr(table.time, "time_ns", lambda: next(clock))
+    first = table.write_part(tmp_path, [], [])
+    second = table.write_part(tmp_path, [], [])
+    assert table.list_parts(tmp_path) == [first, second]
+
+
 def test_many_parts_are_compacted_into_one(tmp_path: Path) -> None:
     store = _store(tmp_path, MAX_PARTS + 2)
     assert len(_parts(store)) == MAX_PARTS + 2

@@ -137,6 +137,10 @@ class Rows(Mapping[str, Entry]):
             out.setdefault(part, []).extend(ids)
         return out
 
+    def part_sizes(self) -> dict[Part, int]:
+        """How many rows each part read holds (current or not): a part whose every row is wanted needs no filter."""
+        return {part: len(columns["run_id"]) for part, columns, _ in self._parts}
+
     def parts(self) -> list[Part]:
         """The parts that hold a current row, oldest first."""
         return sorted(self.rows_per_part(), key=lambda p: p.stem)

@@ -140,7 +140,8 @@ def list_parts(folder: Path) -> list[Part]:
 def write_part(folder: Path, runs: Sequence[CatalogRun], points: Sequence[GroupPoint]) -> Part:
     """Write one new part (points first, runs last, each under a temporary name then renamed): returns it."""
     folder.mkdir(mode=0o755, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
+    now = time.time_ns()  # one reading: seconds and nanoseconds read apart could name a part before an older one
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 1_000_000_000)) + f"{now % 1_000_000_000:09d}"
     part = Part(folder, f"part-{stamp}-{secrets.token_hex(4)}")
     _write_table(_points_table(points), part.points_file)
     _write_table(_runs_table(sorted(runs, key=lambda r: r.run_id)), part.runs_file, ROW_GROUP_ROWS)
@@ -244,7 +245,7 @@ def read_points(parts: Sequence[Part], key: str | None = None) -> list[tuple[Par
     return out
 
 
-def latest_points(wanted: Mapping[Part, Collection[str]], window: int
+def latest_points(wanted: Mapping[Part, Collection[str]], window: int, whole: Collection[Part] = ()
                   ) -> tuple[list[GroupPoint], dict[str, int]]:
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
     group's number of wanted runs.
@@ -252,11 +253,15 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int
     Filtered and sorted by Arrow's kernels; the windows are counted over one row per run and group (its first
     variant's, index 0, or the row of a run without variants, -1), sorted newest first within each group, with
     repeats of a run in one group (a swept shape equal to its own but for the seed) counted once. Python objects
-    are made only for the points kept, and two strings per run and group for the count."""
+    are made only for the points kept, and two strings per run and group for the count. ``whole``: parts whose every
+    run is wanted (most of a site's runs are in one part): read without a filter by run id."""
     pa, pc = _pa(), _pc()
     tables = []
     for part, ids in wanted.items():
         t = _read(part.points_file, None)
+        if part in whole:
+            tables.append(t)
+            continue
         mask = _is_in(t["run_id"], ids)
         tables.append(t if pc.call_function("all", [mask]).as_py() else _where(t, mask))
     if not tables:

@@ -287,6 +287,10 @@ def write_manifest(runs: SiteRuns, root: Path, base_url: str, lists: dict[str, o
     (root / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
 
+_PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
+"""The characters JSON writes as they are (printable ASCII but quotes and backslashes)."""
+
+
 def _entry_lines(runs: SiteRuns) -> list[str]:
     """Each run's entry as json.dumps(..., sort_keys=True) writes it, by run id. When no run id, hash, renderer or
     time holds a character JSON escapes (all are printable ASCII without quotes or backslashes, as reportgen makes
@@ -295,7 +299,7 @@ def _entry_lines(runs: SiteRuns) -> list[str]:
     encode = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
     sha, renderer, created, retired = runs.sha256, runs.renderer, runs.created_utc, runs.retired
     every = "".join([*ids, *sha.values(), *renderer.values(), *created.values()])
-    if not (every.isascii() and every.isprintable()) or '"' in every or "\\" in every:
+    if not every.isascii() or every.encode("ascii").translate(None, _PLAIN):
         return [encode(_manifest_line(runs, i)) for i in ids]
     kept = {i for i, o in runs.origin.items() if o is PageOrigin.CARRIED and i in runs.digests}
     ends = {False: "}", True: ', "traces_retired": true}'}

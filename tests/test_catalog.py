@@ -72,6 +72,22 @@ def test_the_latest_points_of_a_window_make_the_same_history_as_every_point(tmp_
     assert [g.runs_total for g in every] == [7, 6] or [g.runs_total for g in every] == [6, 7]
 
 
+def test_a_window_without_a_few_runs_of_a_big_part_leaves_out_their_points(tmp_path: Path) -> None:
+    """Runs the build draws now, or withdrew, are not read from the catalog: a part holding them with many others is
+    filtered by the few left out, and their points must not reach the window or its counts."""
+    store = _store(tmp_path, 20)
+    catalog.sync(store)  # merges the 20 parts into one
+    cat = catalog.sync(store)  # reads it
+    assert len(_parts(store)) == 1
+    ids = sorted(cat.entries)
+    left_out = {ids[-1], ids[-2], ids[3]}
+    points, totals = cat.latest_points(set(ids) - left_out, 100)
+    assert not left_out & {p.run_id for p in points}
+    assert {p.run_id for p in points} == set(ids) - left_out and sum(totals.values()) == 17
+    every = [p for p in cat.points() if p.run_id not in left_out]
+    assert groups_from_points(points, 100, totals) == groups_from_points(every, 100)
+
+
 def test_a_run_twice_in_one_group_counts_once_in_its_window(tmp_path: Path) -> None:
     """A swept shape equal to the run's own but for the seed puts the run in its own group twice: the window and
     the group's run count must still count runs, not rows."""

@@ -137,9 +137,9 @@ class Rows(Mapping[str, Entry]):
             out.setdefault(part, []).extend(ids)
         return out
 
-    def part_sizes(self) -> dict[Part, int]:
-        """How many rows each part read holds (current or not): a part whose every row is wanted needs no filter."""
-        return {part: len(columns["run_id"]) for part, columns, _ in self._parts}
+    def part_ids(self) -> dict[Part, list[str]]:
+        """The runs of each part read (current or not), as its runs file lists them."""
+        return {part: columns["run_id"] for part, columns, _ in self._parts}
 
     def parts(self) -> list[Part]:
         """The parts that hold a current row, oldest first."""

@@ -99,10 +99,11 @@ class Catalog:
     def latest_points(self, run_ids: Collection[str], window: int) -> tuple[list[GroupPoint], dict[str, int]]:
         """The points of ``run_ids`` in each group's latest ``window`` of them, and each group's count of them."""
         wanted = self.entries.by_part(run_ids)
-        sizes = self.entries.part_sizes()
-        whole = {part for part, ids in wanted.items() if sizes.get(part) == len(ids)}
+        every = self.entries.part_ids()
+        unwanted = {part: set(every[part]).difference(ids) for part, ids in wanted.items()
+                    if part in every and len(ids) > len(every[part]) // 2}
         try:
-            found, totals = table.latest_points(wanted, window, whole)
+            found, totals = table.latest_points(wanted, window, unwanted)
         except PartVanished:  # compacted since this sync: the digests hold the same points
             found = [p for d in self.digests([i for i in run_ids if i in self.entries]) for p in group_points(d)]
             return found, run_counts(found)

@@ -245,22 +245,24 @@ def read_points(parts: Sequence[Part], key: str | None = None) -> list[tuple[Par
     return out
 
 
-def latest_points(wanted: Mapping[Part, Collection[str]], window: int, whole: Collection[Part] = ()
-                  ) -> tuple[list[GroupPoint], dict[str, int]]:
+def latest_points(wanted: Mapping[Part, Collection[str]], window: int,
+                  unwanted: Mapping[Part, Collection[str]] | None = None) -> tuple[list[GroupPoint], dict[str, int]]:
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
     group's number of wanted runs.
 
     Filtered and sorted by Arrow's kernels; the windows are counted over one row per run and group (its first
     variant's, index 0, or the row of a run without variants, -1), sorted newest first within each group, with
     repeats of a run in one group (a swept shape equal to its own but for the seed) counted once. Python objects
-    are made only for the points kept, and two strings per run and group for the count. ``whole``: parts whose every
-    run is wanted (most of a site's runs are in one part): read without a filter by run id."""
+    are made only for the points kept, and two strings per run and group for the count. ``unwanted``: for parts
+    whose runs are mostly wanted (a site's big part), the others, so the filter is built from a few run ids, not from
+    every run of the store."""
     pa, pc = _pa(), _pc()
     tables = []
     for part, ids in wanted.items():
         t = _read(part.points_file, None)
-        if part in whole:
-            tables.append(t)
+        if unwanted is not None and part in unwanted:
+            left_out = unwanted[part]
+            tables.append(_where(t, pc.call_function("invert", [_is_in(t["run_id"], left_out)])) if left_out else t)
             continue
         mask = _is_in(t["run_id"], ids)
         tables.append(t if pc.call_function("all", [mask]).as_py() else _where(t, mask))

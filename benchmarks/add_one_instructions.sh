@@ -34,6 +34,13 @@ done
 for k in $(seq 1 "$rounds"); do
   for side in base head; do for n in "$small" "$big"; do make_runs "$work/store-$side-$n" $((big + k - 1)) 1; done; done
   for n in "$small" "$big"; do for side in base head; do
+    # the same build first without valgrind, on a hard-linked copy: it must draw only the new pages
+    cp -al "$work/store-$side-$n" "$work/try-store"; cp -al "$work/site-$side-$n" "$work/try-site"
+    summary=$(env -C "$work" PYTHONHASHSEED=0 REPORTGEN_JOBS=1 PYTHONPATH="$(code_of "$side")" "$py" -m reportgen \
+      build --runs "$work/try-store" --out "$work/try-site" --keep-traces 20)
+    rm -rf "$work/try-store" "$work/try-site"
+    echo "$side $n: $summary"
+    case $summary in *" 0 unchanged"*) echo "not an add: every page was drawn again (did the code change?)"; exit 1;; esac
     env -C "$work" PYTHONHASHSEED=0 REPORTGEN_JOBS=1 PYTHONPATH="$(code_of "$side")" valgrind --tool=callgrind \
       --callgrind-out-file=/dev/null "$py" -m reportgen build --runs "$work/store-$side-$n" \
       --out "$work/site-$side-$n" --keep-traces 20 > "$work/log" 2>&1 || { cat "$work/log"; exit 1; }

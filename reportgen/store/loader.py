@@ -93,14 +93,16 @@ def list_store(store: Path) -> StoreListing:
     links: list[str] = []
     with os.scandir(store) as entries:  # the directory's own entry types: no stat per run on most file systems
         for e in entries:
-            if e.name.startswith("."):
-                continue
-            if e.is_symlink():
-                links.append(e.name)
+            if _is_run_folder(e):
                 names.append(e.name)
-            elif e.is_dir(follow_symlinks=False):
-                names.append(e.name)
+                if e.is_symlink():
+                    links.append(e.name)
     return StoreListing(store, tuple(sorted(names)), frozenset(links))
+
+
+def _is_run_folder(entry: os.DirEntry[str]) -> bool:
+    """Whether a store's directory entry is listed as a run: a folder or a link, not hidden (nor temporary)."""
+    return not entry.name.startswith(".") and (entry.is_symlink() or entry.is_dir(follow_symlinks=False))
 
 
 def list_run_dirs(store: Path) -> list[Path]:
@@ -152,9 +154,7 @@ def check_store_has_runs(store: Path) -> bool:
         check_is_store(store, ())
     found = False
     with os.scandir(store) as entries:
-        for e in entries:
-            if e.name.startswith(".") or not (e.is_symlink() or e.is_dir(follow_symlinks=False)):
-                continue
+        for e in filter(_is_run_folder, entries):
             if os.path.lexists(os.path.join(e.path, RUN_FILE)):
                 return True
             found = True

@@ -5,8 +5,8 @@
 #   SMALL_FROM=/path/store-1000 BIG_FROM=/path/store-10000 bash benchmarks/add_one_instructions.sh BASE 1000 10000
 #
 # Wall times on a shared 2-core machine drift by more than the growth being measured (add_one_growth.sh's medians
-# at 10,000 runs moved by up to 0.26 s between three runs on one afternoon). Here each side (BASE, from a git worktree, and this checkout) gets its own copy of
-# a store of SMALL and of BIG runs (made as bench_site.py makes them, or hard-linked from SMALL_FROM / BIG_FROM) and
+# at 10,000 runs moved by up to 0.26 s between three runs on one afternoon). Here each side (BASE, from a git
+# worktree, and this checkout) gets its own copy of a store of SMALL and of BIG runs (made as bench_site.py makes them, or hard-linked from SMALL_FROM / BIG_FROM) and
 # a cold-built site of each; then ROUNDS times one more run is stored in all four stores and each build is run under
 # valgrind's callgrind, which counts the instructions the build executes. The builds run in one process
 # (REPORTGEN_JOBS=1: the page is drawn where the lists are written, so no child process is counted twice) with

@@ -126,6 +126,40 @@ def test_the_window_is_each_groups_latest_runs_counted_one_by_one(tmp_path: Path
     assert set(found) <= set(points)  # every column read back as written
 
 
+@pytest.mark.parametrize("layout", ["row groups, oldest first", "one row group, any order"])
+def test_a_window_reads_the_row_groups_of_its_runs_and_every_column_of_them(tmp_path: Path, layout: str) -> None:
+    """A points file is written oldest first in row groups, and the window reads every column only of the row groups
+    holding its runs: a group that stopped long ago has its window in the first row groups, a live one in the last.
+    A part written whole by an earlier reportgen (one row group, any order) gives the same points."""
+    def point(i: int, key: str, variant: int) -> GroupPoint:
+        return GroupPoint(key, "cpu", f"where-{key}", "s", (("shape", key),), f"run-{i:05d}",
+                          f"2026-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z", f"sha{i}", variant,
+                          f"v{variant}", float(i), i - 1.0, i + 1.0, i / 7)
+
+    runs = 3000
+    points = [point(i, "old" if i < 400 else ("live" if i % 2 else "other"), v) for i in range(runs) for v in (0, 1)]
+    if layout == "row groups, oldest first":
+        part = table.write_part(tmp_path, [], list(reversed(points)))
+        assert pq.ParquetFile(part.points_file).metadata.num_row_groups > 4
+    else:  # as reportgen wrote points before row groups: in the order given, one row group
+        part = table.Part(tmp_path, "part-20260101T000000000000000-00000000")
+        shuffled = points.copy()
+        random.Random(2).shuffle(shuffled)
+        pq.write_table(table._points_table(shuffled), part.points_file)
+    every = {f"run-{i:05d}" for i in range(runs)}
+    left_out = {"run-02999", "run-00399", "run-01000"}
+    found, totals = table.latest_points({part: every - left_out}, 30, {part: left_out})
+    mine = [p for p in points if p.run_id not in left_out]
+    expected = []
+    for key in ("old", "live", "other"):
+        ids = sorted({(p.created_utc, p.run_id) for p in mine if p.key == key})
+        assert totals[key] == len(ids)
+        newest = {i for _, i in ids[-30:]}
+        expected += [p for p in mine if p.key == key and p.run_id in newest]
+    assert sorted(found, key=repr) == sorted(expected, key=repr)  # every column of every point kept, nothing else
+    assert sum(totals.values()) == runs - len(left_out)
+
+
 def test_each_write_adds_a_part_and_a_sync_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
     store = _store(tmp_path, 3)
     assert len(_parts(store)) == 3
@@ -359,12 +393,12 @@ def _columns(ids: list[str], created: str) -> dict[str, list[object]]:
 def test_rows_read_from_columns_answer_as_entries_made_one_by_one(tmp_path: Path) -> None:
     """The catalog's rows stay in their parts' columns: the newest part's row of a run wins, an entry put here
     replaces it, a selection leaves the others out of every answer (entries, columns, parts)."""
-    from reportgen.catalog.rows import Entry, Rows
+    from reportgen.catalog.rows import Entry, PartColumns, Rows
 
     old, new = table.Part(tmp_path, "part-1"), table.Part(tmp_path, "part-2")
     rows = Rows()
-    rows.add_part(old, _columns(["a", "b", "c"], "t1"))
-    rows.add_part(new, _columns(["b"], "t2"))
+    rows.add_part(old, PartColumns.of(_columns(["a", "b", "c"], "t1")))
+    rows.add_part(new, PartColumns.of(_columns(["b"], "t2")))
     made = Entry(replace(rows["c"].run, run_json_sha256="made", digest_json="{}"), None)
     rows.put(made)
     assert rows["a"].part == old and rows["b"] == Entry(table.CatalogRun(

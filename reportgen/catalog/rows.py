@@ -9,11 +9,11 @@ answers the build's questions (each run's hash, time and series; which part hold
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.catalog.table import LISTING_COLUMNS, CatalogRun, Part
+from reportgen.catalog.table import LISTING_COLUMNS, CatalogRun, Part, runs_schema
 
 MADE = -1
 """The owner of a row held as an Entry (computed by this process, or moved to a part it wrote)."""
@@ -27,17 +27,60 @@ class Entry:
     part: Part | None
 
 
+class PartColumns(Mapping[str, list[Any]]):
+    """The LISTING_COLUMNS of a part's runs, each made a Python list only when first asked for: a build of a
+    10,000-run store uses four of them (id, hash, time, series) and a few rows of the others."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._lists: dict[str, list[Any]] = {}
+
+    @classmethod
+    def of(cls, columns: Mapping[str, Sequence[Any]]) -> PartColumns:
+        """Columns given as lists (every one of LISTING_COLUMNS, one length)."""
+        import pyarrow as pa
+
+        return cls(pa.Table.from_pydict({n: list(columns[n]) for n in LISTING_COLUMNS},
+                                        schema=pa.schema([runs_schema().field(n) for n in LISTING_COLUMNS])))
+
+    def __getitem__(self, name: str) -> list[Any]:
+        found = self._lists.get(name)
+        if found is None:
+            if name not in LISTING_COLUMNS:
+                raise KeyError(name)
+            found = self._lists[name] = self._table.column(name).to_pylist()
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(LISTING_COLUMNS)
+
+    def __len__(self) -> int:
+        return len(LISTING_COLUMNS)
+
+    def value(self, name: str, at: int) -> Any:
+        """Row ``at``'s value of one column, without making the column a list."""
+        found = self._lists.get(name)
+        return found[at] if found is not None else self._table.column(name)[at].as_py()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every column is there (a file missing one reads without it) and every row has a run id (the
+        columns of one table are as long as each other)."""
+        names = self._table.column_names
+        return all(n in names for n in LISTING_COLUMNS) and self._table.column("run_id").null_count == 0
+
+
 class Rows(Mapping[str, Entry]):
     """Run id -> Entry: the rows of the parts read (a newer part's row of a run wins) and entries made here."""
 
     def __init__(self) -> None:
-        self._parts: list[tuple[Part, dict[str, list[Any]], dict[str, int]]] = []
+        self._parts: list[tuple[Part, PartColumns, dict[str, int]]] = []
         self._owner: dict[str, int] = {}
         """Run id -> index in ``_parts`` of the part its row is read from, or MADE."""
         self._made: dict[str, Entry] = {}
 
-    def add_part(self, part: Part, columns: dict[str, list[Any]]) -> None:
-        """A part's rows (LISTING_COLUMNS as lists): they replace the rows of the same runs read before."""
+    def add_part(self, part: Part, columns: PartColumns) -> None:
+        """A part's rows: they replace the rows of the same runs read before."""
         ids = columns["run_id"]
         for i in ids if self._made else ():
             self._made.pop(i, None)
@@ -66,7 +109,7 @@ class Rows(Mapping[str, Entry]):
             return self._made[run_id]
         part, columns, index = self._parts[k]
         at = index[run_id]
-        row = CatalogRun(*(columns[name][at] for name in LISTING_COLUMNS),  # type: ignore[misc]
+        row = CatalogRun(*(columns.value(name, at) for name in LISTING_COLUMNS),  # type: ignore[misc]
                          digest_json=None)
         return Entry(row, part)
 

@@ -33,8 +33,8 @@ from reportgen.analysis.history import (
     run_counts,
 )
 from reportgen.catalog import table
-from reportgen.catalog.rows import Entry, Rows
-from reportgen.catalog.table import CATALOG_DIR, LISTING_COLUMNS, CatalogRun, Part, PartVanished
+from reportgen.catalog.rows import Entry, PartColumns, Rows
+from reportgen.catalog.table import CATALOG_DIR, CatalogRun, Part, PartVanished
 from reportgen.errors import BundleError
 from reportgen.model.codec import to_jsonable
 from reportgen.model.run import Run
@@ -209,22 +209,17 @@ def _current_rows(folder: Path) -> tuple[list[Part], Rows]:
     known = Rows()
     for part in table.list_parts(folder):
         try:
-            columns = table.read_part_columns(part)
+            read = table.read_part_columns(part)
+            columns = None if read is None else PartColumns(read)
         except PartVanished:
             raise
         except Exception:  # noqa: BLE001  pyarrow's errors for a damaged file: a cache to rebuild, not to fail on
             columns = None
-        if columns is None or not _well_formed(columns):
+        if columns is None or not columns.complete:  # a row without a run id: a damaged part
             continue
         parts.append(part)
         known.add_part(part, columns)
     return parts, known
-
-
-def _well_formed(columns: dict[str, list[Any]]) -> bool:
-    """Whether a part's columns are whole: every column as long as the ids, no run without an id."""
-    ids = columns.get("run_id")
-    return ids is not None and None not in ids and all(len(columns.get(n) or ()) == len(ids) for n in LISTING_COLUMNS)
 
 
 def _merge_tail(parts: list[Part], entries: Rows, added: int) -> list[Part]:

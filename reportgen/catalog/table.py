@@ -35,8 +35,9 @@ POINTS_SUFFIX = ".points.parquet"
 READ_ATTEMPTS = 5
 """Listings tried when a part vanishes under a reader (each compaction writes its part before deleting)."""
 ROW_GROUP_ROWS = 1_000
-"""Rows per Parquet row group of a runs file, whose rows are sorted by run id: reading a few runs' digests (the
-index's newest 50) reads the row groups whose run-id range holds them, not a 10,000-run part's every digest."""
+"""Rows per Parquet row group of a part's files. A runs file's rows are sorted by run id: reading a few runs' digests
+(the index's newest 50) reads the row groups whose run-id range holds them, not a 10,000-run part's every digest. A
+points file's rows are sorted by time: a history window reads every column only of the row groups holding its runs."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,8 @@ def write_part(folder: Path, runs: Sequence[CatalogRun], points: Sequence[GroupP
     now = time.time_ns()  # one reading: seconds and nanoseconds read apart could name a part before an older one
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 1_000_000_000)) + f"{now % 1_000_000_000:09d}"
     part = Part(folder, f"part-{stamp}-{secrets.token_hex(4)}")
-    _write_table(_points_table(points), part.points_file)
+    _write_table(_points_table(sorted(points, key=lambda p: (p.created_utc, p.run_id))), part.points_file,
+                 ROW_GROUP_ROWS)
     _write_table(_runs_table(sorted(runs, key=lambda r: r.run_id)), part.runs_file, ROW_GROUP_ROWS)
     return part
 
@@ -184,22 +186,22 @@ LISTING_COLUMNS = ("run_id", "created_utc", "scenario", "device", "machine", "ru
 """Every column of the runs table but the digest: what a sync reads of every run."""
 
 
-def read_part_columns(part: Part) -> dict[str, list[Any]] | None:
-    """The run rows of one part without their digests, as a list per column of LISTING_COLUMNS; None when a newer
-    reportgen wrote it. The file is opened once for its schema's version and its columns (a sync reads every
-    part)."""
+def read_part_columns(part: Part) -> Any | None:
+    """The run rows of one part without their digests: an Arrow table of LISTING_COLUMNS (a file missing one reads
+    without it); None when a newer reportgen wrote it. The file is opened once for its schema's version and its
+    columns (a sync reads every part)."""
     f = _open(part.runs_file)
     if not _version_ok(f.schema_arrow.metadata):
         return None
-    columns: dict[str, list[Any]] = f.read(columns=list(LISTING_COLUMNS)).to_pydict()
-    return columns
+    return f.read(columns=list(LISTING_COLUMNS))
 
 
 def read_part_runs(part: Part) -> list[CatalogRun] | None:
     """The run rows of one part without their digests; None when a newer reportgen wrote it."""
-    c = read_part_columns(part)
-    if c is None:
+    t = read_part_columns(part)
+    if t is None:
         return None
+    c = t.to_pydict()
     return [CatalogRun(*row, digest_json=None)  # type: ignore[misc]  # LISTING_COLUMNS is the field order
             for row in zip(*(c[name] for name in LISTING_COLUMNS), strict=True)]
 
@@ -250,44 +252,99 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int,
     """The points of the ``wanted`` runs of each part, keeping each group's latest ``window`` runs only; and each
     group's number of wanted runs.
 
-    Filtered and sorted by Arrow's kernels; the windows are counted over one row per run and group (its first
-    variant's, index 0, or the row of a run without variants, -1), sorted newest first within each group, with
-    repeats of a run in one group (a swept shape equal to its own but for the seed) counted once. Python objects
-    are made only for the points kept, and two strings per run and group for the count. ``unwanted``: for parts
-    whose runs are mostly wanted (a site's big part), the others, so the filter is built from a few run ids, not from
-    every run of the store."""
+    The window is chosen from four columns of every point (:data:`WINDOW_COLUMNS`) by Arrow's kernels and NumPy:
+    one row per run and group (its first variant's, index 0, or the row of a run without variants, -1), sorted
+    newest first within each group, with repeats of a run in one group (a swept shape equal to its own but for the
+    seed) counted once. Every column is then read only of the row groups that hold a point kept (a part's points
+    are written oldest first, so a group's latest runs lie in its last row groups), and Python objects are made only
+    for the points kept. ``unwanted``: for parts whose runs are mostly wanted (a site's big part), the others, so the
+    filter is built from a few run ids, not from every run of the store."""
+    import numpy as np
+
     pa, pc = _pa(), _pc()
-    tables = []
-    for part, ids in wanted.items():
-        t = _read(part.points_file, None)
-        if unwanted is not None and part in unwanted:
-            left_out = unwanted[part]
-            tables.append(_where(t, pc.call_function("invert", [_is_in(t["run_id"], left_out)])) if left_out else t)
-            continue
-        mask = _is_in(t["run_id"], ids)
-        tables.append(t if pc.call_function("all", [mask]).as_py() else _where(t, mask))
-    if not tables:
+    files, slims = [], []
+    for n, (part, ids) in enumerate(wanted.items()):
+        f = _open(part.points_file)
+        whole = f.read() if f.metadata.num_row_groups <= 1 else None  # one row group: read once, every column
+        t = whole if whole is not None else f.read(columns=list(WINDOW_COLUMNS))
+        t = t.select(list(WINDOW_COLUMNS)).append_column("part", pa.array(np.full(t.num_rows, n, np.int32)))
+        t = t.append_column("row", pa.array(np.arange(t.num_rows, dtype=np.int64)))
+        files.append((f, whole))
+        left_out = unwanted.get(part) if unwanted is not None else None
+        if left_out is not None:
+            slims.append(_where(t, pc.call_function("invert", [_is_in(t["run_id"], left_out)])) if left_out else t)
+        else:
+            mask = _is_in(t["run_id"], ids)
+            slims.append(t if pc.call_function("all", [mask]).as_py() else _where(t, mask))
+    if not slims or not sum(t.num_rows for t in slims):
         return [], {}
-    t = pa.concat_tables(tables)
-    slim = t.select(["key", "created_utc", "run_id", "variant_index"])  # what the count needs, not every column
-    first = _where(slim, pc.call_function("less_equal", [slim["variant_index"], pa.scalar(0, pa.int32())]))
+    t = pa.concat_tables(slims)
+    kept, totals = _window(t, window)
+    pairs = pc.call_function("binary_join_element_wise", [t["key"], t["run_id"], pa.scalar("\0")])
+    chosen = _where(t.select(["part", "row"]), _is_in(pairs, kept))
+    out: list[GroupPoint] = []
+    for n, (f, whole) in enumerate(files):
+        rows = _where(chosen, pc.call_function("equal", [chosen["part"], pa.scalar(n, pa.int32())]))["row"]
+        if len(rows):
+            out += [_point(r) for r in _rows_of(f, whole, rows.to_pylist()).to_pylist()]
+    return out, totals
+
+
+WINDOW_COLUMNS = ("key", "created_utc", "run_id", "variant_index")
+"""The columns of a points file that choose a history window (:func:`latest_points`)."""
+
+
+def _window(t: Any, window: int) -> tuple[list[str], dict[str, int]]:
+    """``key\\0run_id`` of each group's latest ``window`` runs among the rows of ``t``, and each group's run count."""
+    import numpy as np
+
+    pa, pc = _pa(), _pc()
+    first = _where(t, pc.call_function("less_equal", [t["variant_index"], pa.scalar(0, pa.int32())]))
     order = pc.call_function("sort_indices", [first], pc.SortOptions([("key", "ascending"), ("created_utc", "descending"),
                                                                       ("run_id", "descending")]))
-    keys = pc.call_function("take", [first["key"], order]).to_pylist()
-    runs = pc.call_function("take", [first["run_id"], order]).to_pylist()
-    totals: dict[str, int] = {}
-    kept: list[str] = []
-    last = None
-    for key, run_id in zip(keys, runs, strict=True):
-        if (key, run_id) == last:
-            continue
-        last = (key, run_id)
-        n = totals.get(key, 0)
-        totals[key] = n + 1
-        if n < window:
-            kept.append(f"{key}\0{run_id}")
-    pairs = pc.call_function("binary_join_element_wise", [t["key"], t["run_id"], pa.scalar("\0")])
-    return [_point(row) for row in _where(t, _is_in(pairs, kept)).to_pylist()], totals
+    keys = _one_chunk(pc.call_function("take", [first["key"], order]))
+    runs = _one_chunk(pc.call_function("take", [first["run_id"], order]))
+    key_codes = _one_chunk(pc.call_function("dictionary_encode", [keys]))
+    k = key_codes.indices.to_numpy(zero_copy_only=False)
+    r = _one_chunk(pc.call_function("dictionary_encode", [runs])).indices.to_numpy(zero_copy_only=False)
+    new_pair = np.ones(len(k), dtype=bool)  # sorted by key, time, run: a run's repeats in a group are neighbours
+    new_pair[1:] = (k[1:] != k[:-1]) | (r[1:] != r[:-1])
+    unique = np.flatnonzero(new_pair)
+    group = k[unique]
+    starts = np.ones(len(group), dtype=bool)
+    starts[1:] = group[1:] != group[:-1]
+    at = np.arange(len(group))
+    rank = at - np.maximum.accumulate(np.where(starts, at, 0))  # a run's place in its group, newest first: 0, 1, ...
+    take = pa.array(unique[rank < window])
+    kept = pc.call_function("binary_join_element_wise", [pc.call_function("take", [keys, take]),
+                                                         pc.call_function("take", [runs, take]), pa.scalar("\0")])
+    counts = np.bincount(group, minlength=len(key_codes.dictionary))
+    totals = {key: int(c) for key, c in zip(key_codes.dictionary.to_pylist(), counts.tolist(), strict=True) if c}
+    return kept.to_pylist(), totals
+
+
+def _one_chunk(values: Any) -> Any:
+    """An Arrow array from a chunked one (a dictionary encoding must be one dictionary)."""
+    return values.combine_chunks() if hasattr(values, "combine_chunks") else values
+
+
+def _rows_of(f: Any, whole: Any, rows: list[int]) -> Any:
+    """Rows ``rows`` (ascending positions in the file) of a points file, every column: from ``whole`` when it was
+    read whole, else from the row groups that hold them."""
+    take = _pc().call_function  # Table.take would import pyarrow.compute (see _pc)
+    if whole is not None:
+        return take("take", [whole, _pa().array(rows, _pa().int64())])
+    sizes = [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)]
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + size)
+    groups = sorted({bisect.bisect_right(starts, row) - 1 for row in rows})
+    offset, before = 0, {}
+    for g in groups:
+        before[g] = offset
+        offset += sizes[g]
+    at = [before[g] + row - starts[g] for row in rows for g in (bisect.bisect_right(starts, row) - 1,)]
+    return take("take", [f.read_row_groups(groups), _pa().array(at, _pa().int64())])
 
 
 @functools.lru_cache(maxsize=1024)

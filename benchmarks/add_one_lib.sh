@@ -1,6 +1,10 @@
 # Shared by add_one_side_by_side.sh and add_one_growth.sh (sourced, not run): the base commit's worktree, synthetic
 # stores, and timed builds. Expects $root (this checkout) and $py (its venv's python); sets $work.
 
+# Python keeps the compiled modules of both sides, as an installed wheel has them (a PYTHONDONTWRITEBYTECODE set
+# outside would make every build compile reportgen's modules again).
+unset PYTHONDONTWRITEBYTECODE
+
 # A temporary folder with the base commit checked out in "$work/base" (removed on exit), importing its own code.
 base_worktree() {  # base commit, name for the temporary folder
   work=$(mktemp -d "/tmp/$2.XXXXXX")
@@ -15,11 +19,12 @@ make_runs() {  # store, first run number, count: bench_site.py's synthetic runs 
 bench_site.make_store(Path('$1'), $2, $3)"
 }
 
-# A store of N runs at the path given: a hard-linked copy of FROM (bundles and catalog parts are never changed in
-# place) when FROM is set, else written.
+# A store of N runs at the path given: a hard-linked copy of FROM's bundles (never changed in place) when FROM is
+# set, else written. Either way without a catalog: the side's first build writes it, in that side's format.
 prepare_store() {  # store, runs, FROM (may be empty)
   if [ -n "$3" ]; then
     cp -al "$3" "$1"
+    rm -rf "$1/.catalog"
     [ "$(find "$1" -mindepth 1 -maxdepth 1 -not -name '.*' | wc -l)" = "$2" ] || { echo "$3: not $2 runs"; exit 2; }
   else
     make_runs "$1" 0 "$2"

@@ -127,7 +127,8 @@ def test_the_window_is_each_groups_latest_runs_counted_one_by_one(tmp_path: Path
 
 
 @pytest.mark.parametrize("layout", ["row groups, oldest first", "one row group, any order"])
-def test_a_window_reads_the_row_groups_of_its_runs_and_every_column_of_them(tmp_path: Path, layout: str) -> None:
+def test_a_window_reads_the_row_groups_of_its_runs_and_every_column_of_them(tmp_path: Path, layout: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A points file is written oldest first in row groups, and the window reads every column only of the row groups
     holding its runs: a group that stopped long ago has its window in the first row groups, a live one in the last.
     A part written whole by an earlier reportgen (one row group, any order) gives the same points."""
@@ -138,17 +139,24 @@ def test_a_window_reads_the_row_groups_of_its_runs_and_every_column_of_them(tmp_
 
     runs = 3000
     points = [point(i, "old" if i < 400 else ("live" if i % 2 else "other"), v) for i in range(runs) for v in (0, 1)]
+    shuffled = points.copy()
+    random.Random(2).shuffle(shuffled)
     if layout == "row groups, oldest first":
-        part = table.write_part(tmp_path, [], list(reversed(points)))
+        part = table.write_part(tmp_path, [], shuffled)
         assert pq.ParquetFile(part.points_file).metadata.num_row_groups > 4
     else:  # as reportgen wrote points before row groups: in the order given, one row group
         part = table.Part(tmp_path, "part-20260101T000000000000000-00000000")
-        shuffled = points.copy()
-        random.Random(2).shuffle(shuffled)
         pq.write_table(table._points_table(shuffled), part.points_file)
     every = {f"run-{i:05d}" for i in range(runs)}
     left_out = {"run-02999", "run-00399", "run-01000"}
+    read: list[list[int]] = []
+    whole_groups = pq.ParquetFile.read_row_groups
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups",
+                        lambda self, groups, **kw: read.append(list(groups)) or whole_groups(self, groups, **kw))
     found, totals = table.latest_points({part: every - left_out}, 30, {part: left_out})
+    groups = pq.ParquetFile(part.points_file).metadata.num_row_groups
+    if groups > 1:  # the old group's window is in the first row group, the live ones' in the last
+        assert read == [[0, groups - 1]]
     mine = [p for p in points if p.run_id not in left_out]
     expected = []
     for key in ("old", "live", "other"):

@@ -144,8 +144,7 @@ def write_part(folder: Path, runs: Sequence[CatalogRun], points: Sequence[GroupP
     now = time.time_ns()  # one reading: seconds and nanoseconds read apart could name a part before an older one
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 1_000_000_000)) + f"{now % 1_000_000_000:09d}"
     part = Part(folder, f"part-{stamp}-{secrets.token_hex(4)}")
-    _write_table(_points_table(sorted(points, key=lambda p: (p.created_utc, p.run_id))), part.points_file,
-                 ROW_GROUP_ROWS)
+    _write_table(_oldest_first(_points_table(points)), part.points_file, ROW_GROUP_ROWS)
     _write_table(_runs_table(sorted(runs, key=lambda r: r.run_id)), part.runs_file, ROW_GROUP_ROWS)
     return part
 
@@ -169,6 +168,13 @@ def _points_table(points: Sequence[GroupPoint]) -> Any:
         for n in names:
             cols[n].append(json.dumps(p.parameters) if n == "parameters_json" else getattr(p, n))
     return _pa().Table.from_pydict(cols, schema=points_schema())
+
+
+def _oldest_first(points: Any) -> Any:
+    """A points table sorted by time, then run id (a stable sort: a run's points keep their order)."""
+    order = _pc().call_function("sort_indices", [points], _pc().SortOptions([("created_utc", "ascending"),
+                                                                            ("run_id", "ascending")]))
+    return _pc().call_function("take", [points, order])
 
 
 def _version_ok(metadata: Mapping[bytes, bytes] | None) -> bool:

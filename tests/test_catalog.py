@@ -142,6 +142,7 @@ def test_a_window_reads_the_row_groups_of_its_runs_and_every_column_of_them(tmp_
     shuffled = points.copy()
     random.Random(2).shuffle(shuffled)
     if layout == "row groups, oldest first":
+        monkeypatch.setattr(table, "POINTS_ROW_GROUP_ROWS", 1000)
         part = table.write_part(tmp_path, [], shuffled)
         assert pq.ParquetFile(part.points_file).metadata.num_row_groups > 4
     else:  # as reportgen wrote points before row groups: in the order given, one row group

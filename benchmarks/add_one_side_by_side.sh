@@ -4,8 +4,8 @@
 #   bash benchmarks/add_one_side_by_side.sh BASE_COMMIT RUNS [PAIRS] > benchmarks/results/NAME.txt
 #   STORE_FROM=/path/to/store bash benchmarks/add_one_side_by_side.sh BASE_COMMIT RUNS [PAIRS]
 #
-# STORE_FROM: start from a copy (hard links: bundles and catalog parts are never changed in place) of a store
-# made before by this script or bench_site.py with RUNS runs, instead of writing one (10,000 runs take minutes).
+# STORE_FROM: start from a copy (hard links: bundles are never changed in place; not its catalog, which the first
+# build writes) of a store made before by this script or bench_site.py with RUNS runs (10,000 runs take minutes).
 # Makes a synthetic store of RUNS runs (bench_site.py's, from the real CPU run in benchmarks/data), builds a
 # site from it with each side (--keep-traces 20), then PAIRS times: stores one more run and times
 # `reportgen build` of each side on it (/usr/bin/time: wall and CPU), the side that goes first alternating.

@@ -349,6 +349,8 @@ CASES: dict[str, Case] = {
                                      "to the run id"),
     "bundle: run id with ../": Case(lambda c: _bundle(c, _set("run_id", "../../etc")), ExitCode.BAD_INPUT,
                                     _B + ": field 'run_id' '../../etc' is not a safe folder name"),
+    "bundle: run id ending in a newline": Case(lambda c: _bundle(c, _set("run_id", RUN_B + "\n")), ExitCode.BAD_INPUT,
+                                               _B + f": field 'run_id' '{RUN_B}\\n' is not a safe folder name"),
     "bundle: trace path out of the bundle": Case(
         lambda c: _bundle(c, _set("variants.0.trace_path", "../../../../etc/passwd")), ExitCode.BAD_INPUT,
         _B + ": field 'variants[0].trace_path' '../../../../etc/passwd' points outside the bundle"),
@@ -402,6 +404,11 @@ CASES: dict[str, Case] = {
         lambda c: _site_manifest(c, json.dumps({"schema_version": 1, "runs": [
             {"run_id": "../../x", "run_json_sha256": "0", "renderer_version": "0"}]})), ExitCode.BAD_INPUT,
         "{site}/manifest.json: field 'runs[0].run_id' '../../x' is not a safe folder name"),
+    "site: manifest run id ending in a newline": Case(
+        lambda c: _site_manifest(c, json.dumps({"schema_version": 1, "runs": [
+            {"run_id": "a", "run_json_sha256": "0", "renderer_version": "0"},
+            {"run_id": "b\n", "run_json_sha256": "0", "renderer_version": "0"}]})), ExitCode.BAD_INPUT,
+        "{site}/manifest.json: field 'runs[1].run_id' 'b\\n' is not a safe folder name"),
     "site: manifest nested too deep": Case(
         lambda c: _site_manifest(c, '{"schema_version": 2, "runs": [' + "[" * 100_000 + "]" * 100_000 + "]}"),
         ExitCode.BAD_INPUT, "{site}/manifest.json: nested deeper than 64 levels; restore it or build into a new folder"),

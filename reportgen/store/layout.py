@@ -138,9 +138,10 @@ def is_valid_run_id(run_id: str) -> bool:
 
 def are_valid_run_ids(run_ids: Sequence[str]) -> bool:
     """Whether every one of ``run_ids`` is_valid_run_id, in one pass of one regular expression over them joined by
-    newlines (which no valid id holds): a site's manifest lists 10,000."""
+    newlines (a site's manifest lists 10,000); an id that holds a newline is caught by counting them."""
     joined = "\n".join(run_ids)
-    return not run_ids or (_RUN_IDS_RE.fullmatch(joined + "\n") is not None and ".." not in joined)
+    return not run_ids or (joined.count("\n") == len(run_ids) - 1 and ".." not in joined
+                           and _RUN_IDS_RE.fullmatch(joined + "\n") is not None)
 
 
 def is_safe_relpath(ref: str) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import json
 import os
 import secrets
@@ -269,23 +270,14 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int,
     are written oldest first, so a group's latest runs lie in its last row groups), and Python objects are made only
     for the points kept. ``unwanted``: for parts whose runs are mostly wanted (a site's big part), the others, so the
     filter is built from a few run ids, not from every run of the store."""
-    import numpy as np
-
     pa, pc = _pa(), _pc()
     files, slims = [], []
     for n, (part, ids) in enumerate(wanted.items()):
         f = _open(part.points_file)
         whole = f.read() if f.metadata.num_row_groups <= 1 else None  # one row group: read once, every column
-        t = whole if whole is not None else f.read(columns=list(WINDOW_COLUMNS))
-        t = t.select(list(WINDOW_COLUMNS)).append_column("part", pa.array(np.full(t.num_rows, n, np.int32)))
-        t = t.append_column("row", pa.array(np.arange(t.num_rows, dtype=np.int64)))
         files.append((f, whole))
-        left_out = unwanted.get(part) if unwanted is not None else None
-        if left_out is not None:
-            slims.append(_where(t, pc.call_function("invert", [_is_in(t["run_id"], left_out)])) if left_out else t)
-        else:
-            mask = _is_in(t["run_id"], ids)
-            slims.append(t if pc.call_function("all", [mask]).as_py() else _where(t, mask))
+        slims.append(_window_rows(whole if whole is not None else f.read(columns=list(WINDOW_COLUMNS)), n, ids,
+                                  unwanted.get(part) if unwanted is not None else None))
     if not slims or not sum(t.num_rows for t in slims):
         return [], {}
     t = pa.concat_tables(slims)
@@ -298,6 +290,20 @@ def latest_points(wanted: Mapping[Part, Collection[str]], window: int,
         if len(rows):
             out += [_point(r) for r in _rows_of(f, whole, rows.to_pylist()).to_pylist()]
     return out, totals
+
+
+def _window_rows(t: Any, n: int, ids: Collection[str], left_out: Collection[str] | None) -> Any:
+    """Part ``n``'s WINDOW_COLUMNS, with the part's number and each row's position in it, for the runs ``ids``
+    (or, given ``left_out``, for every run but those)."""
+    import numpy as np
+
+    pa, pc = _pa(), _pc()
+    t = t.select(list(WINDOW_COLUMNS)).append_column("part", pa.array(np.full(t.num_rows, n, np.int32)))
+    t = t.append_column("row", pa.array(np.arange(t.num_rows, dtype=np.int64)))
+    if left_out is not None:
+        return _where(t, pc.call_function("invert", [_is_in(t["run_id"], left_out)])) if left_out else t
+    mask = _is_in(t["run_id"], ids)
+    return t if pc.call_function("all", [mask]).as_py() else _where(t, mask)
 
 
 WINDOW_COLUMNS = ("key", "created_utc", "run_id", "variant_index")
@@ -341,20 +347,17 @@ def _one_chunk(values: Any) -> Any:
 def _rows_of(f: Any, whole: Any, rows: list[int]) -> Any:
     """Rows ``rows`` (ascending positions in the file) of a points file, every column: from ``whole`` when it was
     read whole, else from the row groups that hold them."""
-    take = _pc().call_function  # Table.take would import pyarrow.compute (see _pc)
+    call, pa = _pc().call_function, _pa()  # Table.take would import pyarrow.compute (see _pc)
     if whole is not None:
-        return take("take", [whole, _pa().array(rows, _pa().int64())])
+        return call("take", [whole, pa.array(rows, pa.int64())])
     sizes = [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)]
-    starts = [0]
-    for size in sizes:
-        starts.append(starts[-1] + size)
-    groups = sorted({bisect.bisect_right(starts, row) - 1 for row in rows})
-    offset, before = 0, {}
-    for g in groups:
-        before[g] = offset
-        offset += sizes[g]
-    at = [before[g] + row - starts[g] for row in rows for g in (bisect.bisect_right(starts, row) - 1,)]
-    return take("take", [f.read_row_groups(groups), _pa().array(at, _pa().int64())])
+    starts = list(itertools.accumulate(sizes, initial=0))  # each row group's first row in the file
+    group_of = [bisect.bisect_right(starts, row) - 1 for row in rows]
+    groups = sorted(set(group_of))
+    firsts = itertools.accumulate((sizes[g] for g in groups), initial=0)  # each group's first row in what is read
+    read_at = dict(zip(groups, firsts, strict=False))  # (accumulate's last total has no group)
+    at = [read_at[g] + row - starts[g] for row, g in zip(rows, group_of, strict=True)]
+    return call("take", [f.read_row_groups(groups), pa.array(at, pa.int64())])
 
 
 @functools.lru_cache(maxsize=1024)

@@ -9,11 +9,11 @@ answers the build's questions (each run's hash, time and series; which part hold
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reportgen.catalog.table import LISTING_COLUMNS, CatalogRun, Part, runs_schema
+from reportgen.catalog.table import LISTING_COLUMNS, CatalogRun, Part
 
 MADE = -1
 """The owner of a row held as an Entry (computed by this process, or moved to a part it wrote)."""
@@ -34,14 +34,6 @@ class PartColumns(Mapping[str, list[Any]]):
     def __init__(self, table: Any) -> None:
         self._table = table
         self._lists: dict[str, list[Any]] = {}
-
-    @classmethod
-    def of(cls, columns: Mapping[str, Sequence[Any]]) -> PartColumns:
-        """Columns given as lists (every one of LISTING_COLUMNS, one length)."""
-        import pyarrow as pa
-
-        return cls(pa.Table.from_pydict({n: list(columns[n]) for n in LISTING_COLUMNS},
-                                        schema=pa.schema([runs_schema().field(n) for n in LISTING_COLUMNS])))
 
     def __getitem__(self, name: str) -> list[Any]:
         found = self._lists.get(name)

@@ -215,7 +215,7 @@ def _current_rows(folder: Path) -> tuple[list[Part], Rows]:
             raise
         except Exception:  # noqa: BLE001  pyarrow's errors for a damaged file: a cache to rebuild, not to fail on
             columns = None
-        if columns is None or not columns.complete:  # a row without a run id: a damaged part
+        if columns is None or not columns.complete:  # a column missing or a row without a run id: damaged
             continue
         parts.append(part)
         known.add_part(part, columns)

@@ -25,7 +25,7 @@ from reportgen.analysis.history import RunDigest
 from reportgen.errors import BundleError, SiteError
 from reportgen.model.codec import to_jsonable
 from reportgen.store.files import NotRegularFile, read_regular
-from reportgen.store.layout import are_valid_run_ids, is_valid_run_id
+from reportgen.store.layout import is_valid_run_id
 from reportgen.store.outputs import MANIFEST_FILE
 from reportgen.text.documents import Limits, load_json
 
@@ -239,7 +239,8 @@ def _parse_manifest(data: object, path: Path) -> OldSite:
     if not all(type(item) is dict for item in runs):
         _refuse_entry(runs, path)
     ids, shas, renderers = ([item.get(f) for item in runs] for f in names)
-    if not all(type(v) is str for column in (ids, shas, renderers) for v in column) or not are_valid_run_ids(ids):
+    if not all(type(v) is str for column in (ids, shas, renderers) for v in column) or not all(
+            map(is_valid_run_id, ids)):
         _refuse_entry(runs, path)
     digests = {item["run_id"]: d for i, item in enumerate(runs) if "digest" in item
                and (d := _parse_digest(item["digest"], path, i)) is not None}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -35,9 +34,7 @@ TRACE_SUFFIX = ".pt.trace.json.gz"
 """Every stored trace is gzip-compressed Kineto JSON, named as torch.profiler's exporter names them."""
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 RUN_ID_TIME_FORMAT = "%Y%m%dT%H%M%SZ"
-_RUN_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,159}"
-_RUN_ID_RE = re.compile(_RUN_ID)
-_RUN_IDS_RE = re.compile(rf"(?:{_RUN_ID}\n)*")
+_RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,159}")
 MAX_LABEL_CHARS = 200
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
@@ -134,14 +131,6 @@ def is_valid_run_id(run_id: str) -> bool:
     """True when ``run_id`` can be used as a folder name and URL path segment as is (the whole of it: a ``$`` would
     also have matched before a final newline)."""
     return _RUN_ID_RE.fullmatch(run_id) is not None and ".." not in run_id
-
-
-def are_valid_run_ids(run_ids: Sequence[str]) -> bool:
-    """Whether every one of ``run_ids`` is_valid_run_id, in one pass of one regular expression over them joined by
-    newlines (a site's manifest lists 10,000); an id that holds a newline is caught by counting them."""
-    joined = "\n".join(run_ids)
-    return not run_ids or (joined.count("\n") == len(run_ids) - 1 and ".." not in joined
-                           and _RUN_IDS_RE.fullmatch(joined + "\n") is not None)
 
 
 def is_safe_relpath(ref: str) -> bool:

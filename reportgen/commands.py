@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from reportgen.errors import ConfigError, ExitCode, ScenarioError, UsageError, writing_into
 from reportgen.store.location import STORE_HELP
-from reportgen.store.session import object_store, reading_store, withdrawal_recorder, writing_store
+from reportgen.store.session import (
+    building_store,
+    object_store,
+    reading_store,
+    withdrawal_recorder,
+    writing_store,
+)
 from reportgen.text.terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -261,9 +267,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from reportgen.site import build_site
 
     config = _config(store=args.runs, site=args.out, base_url=args.base_url)
-    with reading_store(config) as store, writing_into(config.site):
+    with building_store(config) as (store, fetch), writing_into(config.site):
         result = build_site(store, config.site, config.base_url, strict=args.strict, keep_traces=args.keep_traces,
-                            verify=args.verify)
+                            verify=args.verify, fetch=fetch)
     print(terminal_safe(result.summary(), keep_newlines=True))
     return ExitCode.OK
 

@@ -188,8 +188,37 @@ def test_build_and_compare_read_an_s3_store(bucket: str, tmp_path: Path) -> None
     compared = run_cli("compare", base.run_id, head.run_id, "--store", url, cwd=tmp_path)
     assert compared.returncode == 0 and "compiled" in compared.stdout, compared.stderr
     cached = next((tmp_path / "cache" / "reportgen" / "stores").iterdir())
-    assert sorted(p.name for p in cached.iterdir() if p.is_dir() and p.name != ".catalog") == [base.run_id, head.run_id]
+    assert sorted(p.name for p in cached.iterdir() if p.is_dir() and not p.name.startswith(".")) == [base.run_id, head.run_id]
     assert (cached / head.run_id / "traces" / "compiled.pt.trace.json.gz").is_file()  # whole bundles mirrored
+
+
+def test_a_build_fetches_the_traces_of_only_the_pages_it_draws_with_them(bucket: str, tmp_path: Path) -> None:
+    """A build mirrors each run's run.json; the other members only of the runs whose pages it draws with their
+    traces (--keep-traces 1: the newest of the series). Its pages are those a build from the whole bundles draws, and
+    any other reading command completes the mirror."""
+    url = f"s3://{bucket}/runs"
+    store = ObjectStore.open(url)
+    runs = [synthetic_run(run_id=f"2026112{i}T000000Z-cpu-test-aaa11{i}", created_utc=f"2026-11-2{i}T00:00:00Z",
+                          with_traces=True) for i in range(3)]
+    for run in runs:
+        store.put_bundle(write_synthetic(tmp_path / "whole", run))
+    built = run_cli("build", "--runs", url, "--out", str(tmp_path / "site"), "--keep-traces", "1", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    cached = next((tmp_path / "cache" / "reportgen" / "stores").iterdir())
+    assert all((cached / r.run_id / "run.json").is_file() for r in runs)
+    assert [(cached / r.run_id / "traces").is_dir() for r in runs] == [False, False, True]
+    assert sorted(os.listdir(cached / ".members-pending")) == [runs[0].run_id, runs[1].run_id]
+    local = run_cli("build", "--runs", str(tmp_path / "whole"), "--out", str(tmp_path / "site-local"),
+                    "--keep-traces", "1", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    for run in runs:
+        page = Path("runs") / run.run_id / "index.html"
+        assert (tmp_path / "site" / page).read_bytes() == (tmp_path / "site-local" / page).read_bytes()
+    assert (tmp_path / "site" / "runs" / runs[2].run_id / "data" / "traces").is_dir()
+    listed = run_cli("runs", "--store", url, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert all((cached / r.run_id / "traces" / "compiled.pt.trace.json.gz").is_file() for r in runs)
+    assert os.listdir(cached / ".members-pending") == []
 
 
 def test_corrupt_withdrawal_object_is_one_line_not_a_crash(bucket: str, tmp_path: Path) -> None:

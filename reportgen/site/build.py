@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +82,8 @@ def warn_on_stderr(message: str) -> None:
 
 def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                warn: Callable[[str], None] = warn_on_stderr, *, strict: bool = False,
-               keep_traces: int | None = None, verify: bool = False) -> BuildResult:
+               keep_traces: int | None = None, verify: bool = False,
+               fetch: Callable[[Sequence[str]], object] | None = None) -> BuildResult:
     """Build the site for every run in ``store`` into ``out``, atomically, keeping older run pages.
 
     ``jobs``: processes that render run pages (default: $REPORTGEN_JOBS, else the usable CPUs).
@@ -91,6 +92,8 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     ``keep_traces``: publish the traces and device artifacts of only the latest N runs of each history series
     (the others' pages are drawn again without them, and say so; run.json is always published); None: all.
     ``verify``: check every stored run.json and reused page too (:func:`reportgen.site.plan.gather`).
+    ``fetch``: told, before any page is drawn, the runs whose pages are drawn with their traces (an object store's
+    mirror holds only the ``run.json`` of the others: :func:`reportgen.store.session.building_store`).
     """
     if keep_traces is not None and keep_traces < 0:
         raise UsageError(f"keep_traces {keep_traces}: expected 0 or more runs per history series",
@@ -112,6 +115,8 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
         if stamp is None or manifest_stamp(out) != stamp:  # another build swapped the site in meanwhile
             old = read_old_site(out)
         plan = gather(store, out, old, keep_traces, verify=verify)  # lists the store again, under the lock
+        if fetch is not None:
+            fetch([p.run_id for p in plan.render if p.run_id not in plan.retired])
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)
         try:
             os.chmod(tmp, 0o755)

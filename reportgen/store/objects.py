@@ -18,7 +18,9 @@ Layout: ``<prefix>/<run_id>/run.json`` and the bundle's members beside it, as in
 
 Reading commands mirror the store into a local cache folder (:func:`sync_store`): bundles are
 immutable, so a bundle already in the cache is never fetched again; new ones are listed and fetched
-in parallel.
+in parallel. A build mirrors only each new run's ``run.json`` (``members=False``), marked in
+``<cache>/.members-pending/``, and fetches the other members of the runs whose pages it draws with their traces
+(:func:`complete_bundles`); any other reading command completes every marked bundle first.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from reportgen.text.documents import Limits, load_json
 from reportgen.text.terminal import printable
 
 WITHDRAWN_PREFIX = ".withdrawn"
+PENDING_DIR = ".members-pending"
+"""In a mirror: one empty file per run whose ``run.json`` alone was fetched (hidden: never listed as a run)."""
 WITHDRAWAL_LIMITS = Limits(max_bytes=64 * 1024)
 WORKERS = 16
 """Parallel listings and downloads when mirroring the store."""
@@ -154,27 +158,41 @@ class ObjectStore:
             raise self._failed(exc, "read runs") from None
         return {keys[k]: data for k, data in blobs.items() if k in keys and isinstance(data, bytes)}
 
-    def fetch_bundle(self, run_id: str, cache: Path) -> None:
-        """Copy one complete run into ``cache`` (a temporary folder renamed into place)."""
+    def bundle_objects(self, run_id: str) -> dict[str, bytes]:
+        """Every object of one run, by its path inside the bundle (each checked to stay inside it)."""
+        prefix = self._key(run_id) + "/"
         try:
-            keys = [k for k in self.fs.find(self._key(run_id)) if k.startswith(self._key(run_id) + "/")]
+            keys = [k for k in self.fs.find(self._key(run_id)) if k.startswith(prefix)]
             blobs = self.fs.cat(keys)
         except Exception as exc:  # noqa: BLE001
             raise self._failed(exc, f"read run {run_id}") from None
-        tmp = make_temp_dir(cache, run_id[:40])
-        try:
-            for key, data in blobs.items():
-                rel = key[len(self._key(run_id)) + 1:]
-                if not is_safe_relpath(rel):
-                    raise BundleError(f"{self.url}/{run_id}: member {printable(rel)!r} is not a safe path")
-                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / rel).write_bytes(data)
-            os.rename(tmp, cache / run_id)
-        except OSError:
-            if not (cache / run_id).is_dir():
-                raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        out = {}
+        for key, data in blobs.items():
+            rel = key[len(prefix):]
+            if not is_safe_relpath(rel):
+                raise BundleError(f"{self.url}/{run_id}: member {printable(rel)!r} is not a safe path")
+            out[rel] = data
+        return out
+
+    def fetch_bundle(self, run_id: str, cache: Path) -> None:
+        """Copy one complete run into ``cache`` (a temporary folder renamed into place)."""
+        _place(cache, run_id, self.bundle_objects(run_id))
+
+
+def _place(cache: Path, run_id: str, files: dict[str, bytes]) -> None:
+    """A run folder of ``files`` in ``cache``, written in a temporary folder and renamed into place (a reader of the
+    cache never sees half of it); a folder another reader placed first is kept."""
+    tmp = make_temp_dir(cache, run_id[:40])
+    try:
+        for rel, data in files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
+        os.rename(tmp, cache / run_id)
+    except OSError:
+        if not (cache / run_id).is_dir():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _filesystem(scheme: str) -> Any:
@@ -193,14 +211,60 @@ def _filesystem(scheme: str) -> Any:
     return s3fs.S3FileSystem(use_listings_cache=False)
 
 
-def sync_store(store: ObjectStore, cache: Path) -> list[str]:
-    """Mirror ``store``'s complete runs and withdrawals into ``cache``; returns the run ids fetched."""
+def sync_store(store: ObjectStore, cache: Path, *, members: bool = True) -> list[str]:
+    """Mirror ``store``'s complete runs and withdrawals into ``cache``; returns the run ids fetched. ``members``:
+    whole bundles (and the members of bundles an earlier build fetched only the ``run.json`` of); False: only the
+    ``run.json`` of each new run, its other members marked pending (see :func:`complete_bundles`)."""
     cache.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_dirs(cache)
-    wanted = [i for i in store.run_ids() if not (cache / i / RUN_FILE).is_file()]
-    _parallel(lambda run_id: store.fetch_bundle(run_id, cache), wanted)
+    ids = store.run_ids()
+    wanted = [i for i in ids if not (cache / i / RUN_FILE).is_file()]
+    if members:
+        _parallel(lambda run_id: store.fetch_bundle(run_id, cache), wanted)
+        complete_bundles(store, cache, ids)
+    else:
+        _fetch_run_jsons(store, cache, wanted)
     write_withdrawn(cache, store.withdrawals())
     return wanted
+
+
+def _fetch_run_jsons(store: ObjectStore, cache: Path, run_ids: Sequence[str]) -> None:
+    """The ``run.json`` alone of each of ``run_ids`` (fetched concurrently), each run marked pending before its
+    folder appears, so that a bundle in the cache is whole or marked."""
+    pending = cache / PENDING_DIR
+    pending.mkdir(exist_ok=True)
+    found = store.read_run_jsons(run_ids)
+    lost = [i for i in run_ids if i not in found]
+    if lost:  # listed a moment ago: a failed read, not a run that is not there
+        raise ObjectStoreError(f"{store.url}/{lost[0]}/{RUN_FILE}: cannot be read ({len(lost)} run(s)); check the "
+                               f"bucket, {HINTS[store.scheme]}")
+    for run_id, data in found.items():
+        (pending / run_id).touch()
+        _place(cache, run_id, {RUN_FILE: data})
+
+
+def complete_bundles(store: ObjectStore, cache: Path, run_ids: Iterable[str]) -> list[str]:
+    """Fetch the other members of those of ``run_ids`` whose ``run.json`` alone is in ``cache``; returns them."""
+    pending = cache / PENDING_DIR
+    try:
+        marked = set(os.listdir(pending))
+    except FileNotFoundError:
+        return []
+    wanted = [i for i in run_ids if i in marked]
+    _parallel(lambda run_id: _complete(store, cache / run_id, pending / run_id), wanted)
+    return wanted
+
+
+def _complete(store: ObjectStore, bundle: Path, marker: Path) -> None:
+    """Write a pending bundle's members beside its ``run.json`` (each through a temporary file), then unmark it."""
+    for rel, data in store.bundle_objects(bundle.name).items():
+        if rel != RUN_FILE:
+            target = bundle / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+    marker.unlink(missing_ok=True)
 
 
 def upload_new(store: ObjectStore, staging: Path) -> list[str]:

@@ -1,9 +1,9 @@
 """A command's store as a local folder: the folder itself, or an object store's local mirror or upload staging.
 
-Commands that read (``runs``, ``build``, ``compare``, ``rm``) get the object store mirrored into its cache
-folder first; commands that write (``profile``, ``import``, ``ab``) write into a fresh staging folder whose
-bundles are uploaded create-only when the command finishes without an exception (an interrupted command
-uploads nothing). A folder store is passed through unchanged.
+Commands that read (``runs``, ``compare``, ``rm``) get the object store mirrored into its cache folder first
+(``build``: only what its pages need); commands that write (``profile``, ``import``, ``ab``) write into a fresh
+staging folder whose bundles are uploaded create-only when the command finishes without an exception (an
+interrupted command uploads nothing). A folder store is passed through unchanged.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,21 @@ def reading_store(config: Config) -> Iterator[Path]:
 
         sync_store(store, config.store)
     yield config.store
+
+
+@contextlib.contextmanager
+def building_store(config: Config) -> Iterator[tuple[Path, Callable[[Sequence[str]], object] | None]]:
+    """For ``build``: the folder to read runs from and, for an object store, what fetches the bundles of the runs
+    whose pages are drawn with their traces. The mirror gets only each new run's ``run.json`` first: a page
+    reused, or drawn without traces (``--keep-traces``), needs no other member."""
+    store = object_store(config)
+    if store is None:
+        yield config.store, None
+        return
+    from reportgen.store.objects import complete_bundles, sync_store
+
+    sync_store(store, config.store, members=False)
+    yield config.store, lambda run_ids: complete_bundles(store, config.store, run_ids)
 
 
 @contextlib.contextmanager

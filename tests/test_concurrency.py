@@ -75,7 +75,7 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 
 def _manifest_runs(site: Path) -> list[str]:
-    return [r["run_id"] for r in json.loads((site / "manifest.json").read_text())["runs"]]
+    return list(json.loads((site / "manifest.json").read_text())["runs"]["run_id"])
 
 
 _FRESH: dict[tuple[str, ...], str] = {}

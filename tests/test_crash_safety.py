@@ -196,7 +196,7 @@ def killed_site_state(site: Path, old: str, new: str) -> str:
     h = tree_hash(site)
     if h in (old, new):
         return "old" if h == old else "new"
-    listed = {r["run_id"] for r in json.loads((site / "manifest.json").read_text())["runs"]}
+    listed = set(json.loads((site / "manifest.json").read_text())["runs"]["run_id"])
     runs = site / "runs"
     if runs.is_dir():
         with tempfile.TemporaryDirectory() as scratch:

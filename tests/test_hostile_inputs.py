@@ -399,7 +399,7 @@ CASES: dict[str, Case] = {
                                    "line 1 column 2 (char 1)); restore it or build into a new folder"),
     "site: future manifest": Case(lambda c: _site_manifest(c, '{"schema_version": 7, "runs": []}'), ExitCode.BAD_INPUT,
                                   "{site}/manifest.json: field 'schema_version' is 7, newer than this reportgen writes "
-                                  "(2); upgrade reportgen"),
+                                  "(3); upgrade reportgen"),
     "site: manifest run id with ../": Case(
         lambda c: _site_manifest(c, json.dumps({"schema_version": 1, "runs": [
             {"run_id": "../../x", "run_json_sha256": "0", "renderer_version": "0"}]})), ExitCode.BAD_INPUT,
@@ -409,6 +409,23 @@ CASES: dict[str, Case] = {
             {"run_id": "a", "run_json_sha256": "0", "renderer_version": "0"},
             {"run_id": "b\n", "run_json_sha256": "0", "renderer_version": "0"}]})), ExitCode.BAD_INPUT,
         "{site}/manifest.json: field 'runs[1].run_id' 'b\\n' is not a safe folder name"),
+    "site: manifest columns of different lengths": Case(
+        lambda c: _site_manifest(c, json.dumps({"schema_version": 3, "runs": {
+            "run_id": ["a", "b"], "run_json_sha256": ["0"], "renderer_version": ["0", "0"], "created_utc": ["t", "t"]}})),
+        ExitCode.BAD_INPUT, "{site}/manifest.json: fields 'runs.run_id', 'runs.run_json_sha256', 'runs.renderer_version' "
+        "and 'runs.created_utc' must be lists of one length (a value per run); restore the manifest or build into a new "
+        "folder"),
+    "site: manifest column run id with ../": Case(
+        lambda c: _site_manifest(c, json.dumps({"schema_version": 3, "runs": {
+            "run_id": ["a", "../x"], "run_json_sha256": ["0", "0"], "renderer_version": ["0", "0"],
+            "created_utc": ["t", "t"]}})), ExitCode.BAD_INPUT,
+        "{site}/manifest.json: field 'runs.run_id' holds '../x', which is not a safe folder name; restore the manifest "
+        "or build into a new folder"),
+    "site: manifest column of numbers": Case(
+        lambda c: _site_manifest(c, json.dumps({"schema_version": 3, "runs": {
+            "run_id": ["a"], "run_json_sha256": [1], "renderer_version": ["0"], "created_utc": ["t"]}})),
+        ExitCode.BAD_INPUT, "{site}/manifest.json: field 'runs.run_json_sha256' must be a list of strings; restore the "
+        "manifest or build into a new folder"),
     "site: manifest nested too deep": Case(
         lambda c: _site_manifest(c, '{"schema_version": 2, "runs": [' + "[" * 100_000 + "]" * 100_000 + "]}"),
         ExitCode.BAD_INPUT, "{site}/manifest.json: nested deeper than 64 levels; restore it or build into a new folder"),

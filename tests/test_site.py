@@ -116,10 +116,10 @@ def test_site_layout_and_every_link_resolves(tmp_path: Path) -> None:
     assert _assert_links_resolve(out) > 40
     assert (out / f"runs/{RUN_A}/data/run.json").read_bytes() == (store / RUN_A / "run.json").read_bytes()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["schema_version"] == 2 and manifest["base_url"] == "/myrepo/"
-    assert [r["run_id"] for r in manifest["runs"]] == [RUN_A, RUN_B]
+    assert manifest["schema_version"] == 3 and manifest["base_url"] == "/myrepo/"
+    assert manifest["runs"]["run_id"] == [RUN_A, RUN_B]
     expected = hashlib.sha256((store / RUN_A / "run.json").read_bytes()).hexdigest()
-    assert manifest["runs"][0]["run_json_sha256"] == expected
+    assert manifest["runs"]["run_json_sha256"][0] == expected
     assert not [p for p in out.parent.iterdir() if p.name.startswith((".site-tmp-", ".site-old-"))]
 
 
@@ -228,7 +228,7 @@ def test_a_bad_bundle_is_named_and_left_out_while_the_others_build(tmp_path: Pat
     warnings: list[str] = []
     out = tmp_path / "site"
     result = site.build_site(store, out, "/", jobs=jobs, warn=warnings.append)
-    assert [r["run_id"] for r in json.loads((out / "manifest.json").read_text())["runs"]] == [RUN_A]
+    assert json.loads((out / "manifest.json").read_text())["runs"]["run_id"] == [RUN_A]
     assert sorted(p.name for p in (out / "runs").iterdir()) == [RUN_A]
     assert [f.run_id for f in result.skipped] == [RUN_B, bad_json.name]  # by run id
     assert len(warnings) == 2
@@ -254,7 +254,7 @@ def test_a_bundle_that_breaks_later_keeps_its_published_page(tmp_path: Path) -> 
     assert _hashes(out / "runs" / RUN_B) == page and RUN_B in (out / "index.html").read_text()
     result = site.build_site(store, out, "/", warn=warnings.append, verify=True)
     assert _hashes(out / "runs" / RUN_B) == page
-    assert [r["run_id"] for r in json.loads((out / "manifest.json").read_text())["runs"]] == [RUN_A, RUN_B]
+    assert json.loads((out / "manifest.json").read_text())["runs"]["run_id"] == [RUN_A, RUN_B]
     assert (result.reused, result.carried, len(warnings)) == (1, 1, 1) and RUN_B in warnings[0]
 
 
@@ -287,7 +287,7 @@ def test_refuses_a_newer_manifest(tmp_path: Path) -> None:
     with pytest.raises(SiteError) as err:
         site.build_site(_store_with(tmp_path, synthetic_run()), out, "/")
     assert str(err.value) == (f"{out / 'manifest.json'}: field 'schema_version' is 99, newer than this reportgen "
-                              "writes (2); upgrade reportgen")
+                              "writes (3); upgrade reportgen")
 
 
 def digest_json(store: Path) -> dict[str, object]:
@@ -304,14 +304,15 @@ def test_a_corrupt_manifest_digest_is_refused_with_its_field(tmp_path: Path) -> 
     out = tmp_path / "site"
     site.build_site(store, out, "/")
     manifest = json.loads((out / "manifest.json").read_text())
-    manifest["runs"][0]["digest"] = digest_json(store)  # as a carried page's is kept
-    manifest["runs"][0]["digest"]["variants"][0]["median_us"] = -1.0
+    (run_id,) = manifest["runs"]["run_id"]
+    manifest["runs"]["digests"] = {run_id: digest_json(store)}  # as a carried page's is kept
+    manifest["runs"]["digests"][run_id]["variants"][0]["median_us"] = -1.0
     (out / "manifest.json").write_text(json.dumps(manifest))
     before = _hashes(out)
     with pytest.raises(SiteError) as err:
         site.build_site(store, out, "/")
-    assert str(err.value) == (f"{out / 'manifest.json'}: field 'runs[0].digest.variants[0].median_us': must not be "
-                              "negative, got -1.0; restore the manifest or build into a new folder")
+    assert str(err.value) == (f"{out / 'manifest.json'}: field 'runs.digests[{run_id!r}].variants[0].median_us': must "
+                              "not be negative, got -1.0; restore the manifest or build into a new folder")
     assert _hashes(out) == before
 
 

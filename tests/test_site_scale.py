@@ -166,9 +166,10 @@ def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: objec
 
 
 @pytest.mark.parametrize("created", ["2026-12-01T00:00:00Z", 'a "quoted" time', "caf\u00e9 \\ \x01"])
-def test_manifest_entries_are_written_as_the_json_encoder_writes_them(created: str) -> None:
-    """Entries of plain strings are formatted directly; the file must still be what json.dumps(sort_keys=True) writes,
-    retired and carried runs included, and a string JSON escapes sends every entry to the encoder."""
+def test_the_manifest_is_written_as_the_json_encoder_would_and_read_back(tmp_path: Path, created: str) -> None:
+    """Columns of plain strings are joined directly; the file must still be what json.dumps(sort_keys=True) writes
+    (retired and carried runs included; a string JSON escapes sends its column to the encoder), one value per line,
+    and reading it back gives what was written."""
     d = _digests()[0]
     runs = manifest.SiteRuns()
     runs.add_reused({"r-1", "r-2"}, {"r-1": "ab" * 32, "r-2": "cd" * 32},
@@ -177,10 +178,23 @@ def test_manifest_entries_are_written_as_the_json_encoder_writes_them(created: s
                               manifest.PageOrigin.CARRIED, d))
     runs.add(manifest.SiteRun(manifest.ManifestEntry("r-3", "01" * 32, "0.1+abc", True), "2026-12-03T00:00:00Z",
                               manifest.PageOrigin.RENDERED, d))
-    expected = [json.dumps(manifest._manifest_line(runs, i), sort_keys=True) for i in ("r-0", "r-1", "r-2", "r-3")]
-    assert manifest._entry_lines(runs) == expected
-    assert '"traces_retired": true' in expected[2] and '"traces_retired"' not in expected[1]
-    assert '"digest"' in expected[0] and '"digest"' not in expected[3]
+    manifest.write_manifest(runs, tmp_path, "/", {"archive": ["sig"]})
+    text = (tmp_path / "manifest.json").read_text()
+    data = json.loads(text)
+    assert data["runs"] == {"created_utc": [d.created_utc, created, "2026-12-02T00:00:00Z", "2026-12-03T00:00:00Z"],
+                            "digests": {"r-0": to_jsonable(d)}, "renderer_version": ["0.1+abc"] * 4,
+                            "run_id": ["r-0", "r-1", "r-2", "r-3"], "run_json_sha256": ["ef" * 32, "ab" * 32,
+                                                                                         "cd" * 32, "01" * 32],
+                            "traces_retired": ["r-2", "r-3"]}
+    assert json.dumps(data["runs"]["run_id"], indent=0) in text  # one value per line
+    assert json.dumps(data["runs"]["created_utc"], indent=0) in text
+    old = manifest.read_old_site(tmp_path)
+    assert old.lists == {"archive": ["sig"]} and old.runs.ids() == {"r-0", "r-1", "r-2", "r-3"}
+    assert old.runs.created_utc["r-1"] == created and old.runs.retired == {"r-2", "r-3"}
+    assert old.runs.get("r-0") == manifest.OldEntry(manifest.ManifestEntry("r-0", "ef" * 32, "0.1+abc"), d,
+                                                    d.created_utc)
+    assert old.runs.get("r-3") == manifest.OldEntry(manifest.ManifestEntry("r-3", "01" * 32, "0.1+abc", True), None,
+                                                    "2026-12-03T00:00:00Z")
 
 
 def test_long_variant_names_are_shortened_on_the_bar_chart(tmp_path: Path) -> None:

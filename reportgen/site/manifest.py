@@ -1,13 +1,16 @@
 """The site's manifest: ``manifest.json``, what a build published, and the constants of the site layout.
 
-The format (version 2): an object with ``schema_version``, ``generator``, ``base_url``, ``lists`` (what the
-index's archive pages and history charts were drawn from: :mod:`reportgen.site.lists`) and ``runs``, a list of
-``{run_id, run_json_sha256, renderer_version, created_utc}`` sorted by run id, one run per line; a run whose page
-is carried over (its bundle left the store, or can no longer be drawn) keeps its ``digest`` there, the others'
-come from the store's catalog. Version 1 (a ``digest`` for every run, no ``created_utc``) is still read. ``publish``
-reads it through :func:`manifest_pages` and the constants here; nothing else declares them, but for the two
-marker files (``manifest.json``, ``.nojekyll``), named in :mod:`reportgen.store.outputs`, whose output guard
-recognises a site by them.
+The format (version 3): an object with ``schema_version``, ``generator``, ``base_url``, ``lists`` (what the
+index's archive pages and history charts were drawn from: :mod:`reportgen.site.lists`) and ``runs``, the published
+runs as columns: lists ``run_id`` (sorted), ``run_json_sha256``, ``renderer_version`` and ``created_utc`` of one
+length, one value per line; ``traces_retired``, the ids of the runs whose pages were drawn without their traces;
+``digests``, by run id, the digest of each run whose page is carried over (its bundle left the store, or can no
+longer be drawn; the others' come from the store's catalog). Columns, not an object per run: reading and writing
+10,000 objects cost each added run more than the rest of what a build does for the runs it does not draw.
+Versions 1 (a ``digest`` for every run) and 2 (a list of ``{run_id, run_json_sha256, renderer_version,
+created_utc}`` objects) are still read. ``publish`` reads it through :func:`manifest_pages` and the constants here;
+nothing else declares them, but for the two marker files (``manifest.json``, ``.nojekyll``), named in
+:mod:`reportgen.store.outputs`, whose output guard recognises a site by them.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from reportgen.store.layout import is_valid_run_id
 from reportgen.store.outputs import MANIFEST_FILE
 from reportgen.text.documents import Limits, load_json
 
-SITE_SCHEMA_VERSION = 2
-RUNS_OPENING = '"runs": [\n'
+SITE_SCHEMA_VERSION = 3
+COLUMNS = ("run_id", "run_json_sha256", "renderer_version", "created_utc")
+"""The manifest's columns of every published run (version 3), in the order the reader names them."""
 RUNS_DIR = "runs"
 DATA_DIR = "data"
 RUN_PAGE = "index.html"
@@ -172,6 +176,9 @@ def run_page(run_id: str) -> str:
 def manifest_pages(data: object) -> list[str]:
     """The run pages a manifest promises (``runs/<id>/index.html``), for publish's check of a built site."""
     runs = data.get("runs") if isinstance(data, dict) else None
+    if isinstance(runs, dict):  # version 3: columns
+        ids = runs.get("run_id")
+        return [run_page(i) for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
     out = []
     for entry in runs if isinstance(runs, list) else []:
         run_id = entry.get("run_id") if isinstance(entry, dict) else entry
@@ -224,17 +231,51 @@ def read_old_site(out: Path) -> OldSite:
     return _parse_manifest(data, path)
 
 
+_FIX = "restore the manifest or build into a new folder"
+
+
 def _parse_manifest(data: object, path: Path) -> OldSite:
-    """Validate the manifest JSON: version first, then the run entries (checked column by column: an object per
-    run would cost a 10,000-run build more than the rest of its work for the runs it does not draw)."""
+    """Validate the manifest JSON: version first, then the runs (checked column by column: an object per run would
+    cost a 10,000-run build more than the rest of its work for the runs it does not draw)."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
         raise SiteError(f"{path}: field 'schema_version' is missing; this is not a reportgen site manifest")
     if data["schema_version"] > SITE_SCHEMA_VERSION:
         raise SiteError(f"{path}: field 'schema_version' is {data['schema_version']}, newer than this reportgen "
                         f"writes ({SITE_SCHEMA_VERSION}); upgrade reportgen")
-    runs = data.get("runs")
+    parse = _parse_columns if data["schema_version"] >= 3 else _parse_entries
+    lists = data.get("lists")
+    return OldSite(parse(data.get("runs"), path), lists if isinstance(lists, dict) else {})
+
+
+def _parse_columns(runs: object, path: Path) -> PublishedRuns:
+    """Version 3: the runs' columns, each checked whole, then the first wrong value named."""
+    if not isinstance(runs, dict):
+        raise SiteError(f"{path}: field 'runs' must be an object of columns ({', '.join(COLUMNS)}); {_FIX}")
+    for name in (*COLUMNS, "traces_retired"):
+        column = runs.get(name, [] if name == "traces_retired" else None)
+        if type(column) is not list or not set(map(type, column)) <= {str}:
+            raise SiteError(f"{path}: field 'runs.{name}' must be a list of strings; {_FIX}")
+    ids, shas, renderers, created = (runs[name] for name in COLUMNS)
+    if not len(ids) == len(shas) == len(renderers) == len(created):
+        raise SiteError(f"{path}: fields 'runs.{COLUMNS[0]}', 'runs.{COLUMNS[1]}', 'runs.{COLUMNS[2]}' and "
+                        f"'runs.{COLUMNS[3]}' must be lists of one length (a value per run); {_FIX}")
+    if not all(map(is_valid_run_id, ids)):
+        bad = next(i for i in ids if not is_valid_run_id(i))
+        raise SiteError(f"{path}: field 'runs.run_id' holds {bad[:60]!r}, which is not a safe folder name; {_FIX}")
+    digests = runs.get("digests", {})
+    if not isinstance(digests, dict):
+        raise SiteError(f"{path}: field 'runs.digests' must be an object of digests by run id; {_FIX}")
+    listed = set(ids)
+    parsed = {i: d for i, value in digests.items() if i in listed
+              and (d := _parse_digest(value, path, f"runs.digests[{i[:60]!r}]")) is not None}
+    return PublishedRuns(dict(zip(ids, shas, strict=True)), dict(zip(ids, renderers, strict=True)),
+                         dict(zip(ids, created, strict=True)), frozenset(runs.get("traces_retired", [])), parsed)
+
+
+def _parse_entries(runs: object, path: Path) -> PublishedRuns:
+    """Versions 1 and 2: a list of one object per run (version 1: each with its digest, no time)."""
     if not isinstance(runs, list):
-        raise SiteError(f"{path}: field 'runs' must be a list; restore the manifest or build into a new folder")
+        raise SiteError(f"{path}: field 'runs' must be a list; {_FIX}")
     names = ("run_id", "run_json_sha256", "renderer_version")
     if not all(type(item) is dict for item in runs):
         _refuse_entry(runs, path)
@@ -243,14 +284,11 @@ def _parse_manifest(data: object, path: Path) -> OldSite:
             map(is_valid_run_id, ids)):
         _refuse_entry(runs, path)
     digests = {item["run_id"]: d for i, item in enumerate(runs) if "digest" in item
-               and (d := _parse_digest(item["digest"], path, i)) is not None}
+               and (d := _parse_digest(item["digest"], path, f"runs[{i}].digest")) is not None}
     created = {item["run_id"]: c for item in runs if isinstance(c := item.get("created_utc"), str)}
     created.update({i: d.created_utc for i, d in digests.items() if i not in created})
-    published = PublishedRuns(dict(zip(ids, shas, strict=True)), dict(zip(ids, renderers, strict=True)), created,
-                              frozenset(item["run_id"] for item in runs if item.get("traces_retired") is True),
-                              digests)
-    lists = data.get("lists")
-    return OldSite(published, lists if isinstance(lists, dict) else {})
+    return PublishedRuns(dict(zip(ids, shas, strict=True)), dict(zip(ids, renderers, strict=True)), created,
+                         frozenset(item["run_id"] for item in runs if item.get("traces_retired") is True), digests)
 
 
 def _refuse_entry(runs: list[object], path: Path) -> None:
@@ -264,14 +302,14 @@ def _refuse_entry(runs: list[object], path: Path) -> None:
     raise AssertionError("a run entry was refused but none is invalid")
 
 
-def _parse_digest(data: object, path: Path, i: int) -> RunDigest | None:
+def _parse_digest(data: object, path: Path, field: str) -> RunDigest | None:
     """A run's stored digest; None when absent (the run is then loaded from its run.json)."""
     if data is None:
         return None
     try:
-        return digest_from_json(data, path, f"runs[{i}].digest")
+        return digest_from_json(data, path, field)
     except BundleError as exc:
-        raise SiteError(f"{exc}; restore the manifest or build into a new folder") from None
+        raise SiteError(f"{exc}; {_FIX}") from None
 
 
 def write_manifest(runs: SiteRuns, root: Path, base_url: str, lists: dict[str, object] | None = None) -> None:
@@ -279,40 +317,35 @@ def write_manifest(runs: SiteRuns, root: Path, base_url: str, lists: dict[str, o
     digest of a carried page, and what the lists were drawn from."""
     head = {"schema_version": SITE_SCHEMA_VERSION, "generator": f"reportgen {__version__}", "base_url": base_url,
             "lists": lists or {}}
-    # One run per line: a diff of two builds' manifests shows which runs changed.
-    lines = _entry_lines(runs)
     fields_json = "".join(f"{json.dumps(k, sort_keys=True)}: {json.dumps(v, sort_keys=True)},\n"
                           for k, v in sorted(head.items()))
-    text = "{\n" + fields_json + RUNS_OPENING + ",\n".join(lines) + "\n]\n}\n"
+    text = "{\n" + fields_json + '"runs": {\n' + _runs_json(runs) + "\n}\n}\n"
     (root / MANIFEST_FILE).write_text(text, encoding="utf-8")
+
+
+def _runs_json(runs: SiteRuns) -> str:
+    """The runs' columns by run id, one value per line (a diff of two builds' manifests shows what changed), and
+    the digests of carried pages, as json.dumps(..., sort_keys=True) would have them."""
+    ids = sorted(runs.sha256)
+    carried = {i: to_jsonable(d) for i, d in sorted(runs.digests.items()) if runs.origin.get(i) is PageOrigin.CARRIED}
+    columns = {"created_utc": list(map(runs.created_utc.__getitem__, ids)), "digests": None,
+               "renderer_version": list(map(runs.renderer.__getitem__, ids)), "run_id": ids,
+               "run_json_sha256": list(map(runs.sha256.__getitem__, ids)),
+               "traces_retired": list(filter(runs.retired.__contains__, ids))}
+    return ",\n".join(f'"{name}": ' + (json.dumps(carried, sort_keys=True, allow_nan=False) if values is None
+                                         else _strings_json(values)) for name, values in columns.items())
 
 
 _PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
 """The characters JSON writes as they are (printable ASCII but quotes and backslashes)."""
 
 
-def _entry_lines(runs: SiteRuns) -> list[str]:
-    """Each run's entry as json.dumps(..., sort_keys=True) writes it, by run id. When no run id, hash, renderer or
-    time holds a character JSON escapes (all are printable ASCII without quotes or backslashes, as reportgen makes
-    them), the entries without a digest are formatted directly: encoding 10,000 dicts cost each build more."""
-    ids = sorted(runs.sha256)
-    encode = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
-    sha, renderer, created, retired = runs.sha256, runs.renderer, runs.created_utc, runs.retired
-    every = "".join([*ids, *sha.values(), *renderer.values(), *created.values()])
-    if not every.isascii() or every.encode("ascii").translate(None, _PLAIN):
-        return [encode(_manifest_line(runs, i)) for i in ids]
-    kept = {i for i, o in runs.origin.items() if o is PageOrigin.CARRIED and i in runs.digests}
-    ends = {False: "}", True: ', "traces_retired": true}'}
-    return [encode(_manifest_line(runs, i)) if i in kept else
-            f'{{"created_utc": "{created[i]}", "renderer_version": "{renderer[i]}", "run_id": "{i}", '
-            f'"run_json_sha256": "{sha[i]}"' + ends[i in retired] for i in ids]
-
-
-def _manifest_line(runs: SiteRuns, run_id: str) -> dict[str, object]:
-    line: dict[str, object] = {"run_id": run_id, "run_json_sha256": runs.sha256[run_id],
-                               "renderer_version": runs.renderer[run_id], "created_utc": runs.created_utc[run_id]}
-    if run_id in runs.retired:
-        line["traces_retired"] = True
-    if runs.origin[run_id] is PageOrigin.CARRIED and run_id in runs.digests:
-        line["digest"] = to_jsonable(runs.digests[run_id])
-    return line
+def _strings_json(values: list[str]) -> str:
+    """A list of strings as JSON, one per line: joined as they are when every character is one JSON writes as it
+    is (reportgen's ids, hashes, versions and times), else each encoded (no Python call per value otherwise)."""
+    if not values:
+        return "[]"
+    every = "".join(values)
+    if every.isascii() and not every.encode("ascii").translate(None, _PLAIN):
+        return '[\n"' + '",\n"'.join(values) + '"\n]'
+    return "[\n" + ",\n".join(map(json.dumps, values)) + "\n]"

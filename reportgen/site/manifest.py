@@ -145,8 +145,8 @@ class SiteRuns:
     def add_reused(self, ids: set[str], sha256: dict[str, str], created_utc: dict[str, str], renderer: str,
                    retired: Collection[str]) -> None:
         """Runs whose old page is reused, in bulk: their hash and time (the catalog's) and the renderer."""
-        self.sha256.update({i: sha256[i] for i in ids})
-        self.created_utc.update({i: created_utc[i] for i in ids})
+        self.sha256.update(zip(ids, map(sha256.__getitem__, ids), strict=True))  # pairs made in C: no step per run
+        self.created_utc.update(zip(ids, map(created_utc.__getitem__, ids), strict=True))
         self.renderer.update(dict.fromkeys(ids, renderer))
         self.origin.update(dict.fromkeys(ids, PageOrigin.REUSED))
         self.retired.update(ids.intersection(retired))

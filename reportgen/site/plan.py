@@ -10,6 +10,8 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
+from itertools import compress
+from operator import eq
 from pathlib import Path
 
 from reportgen import __version__, catalog
@@ -148,8 +150,9 @@ def _reused(listing: StoreListing, sha256: dict[str, str], old: PublishedRuns, v
             retired: frozenset[str], withdrawn: frozenset[str]) -> set[str]:
     """The stored runs whose old page is still what this build would draw: in the catalog (a bundle that loads,
     or a link it loaded again) with the run.json hash the page was drawn from, drawn by this renderer, with the
-    same retention state, and not withdrawn. Set operations and one comparison per run, no object made."""
-    same = {i for i, h in old.sha256.items() if sha256.get(i) == h and old.renderer[i] == version}
+    same retention state, and not withdrawn. Set operations and one comparison per run, in C: no Python step per run."""
+    same = set(compress(old.sha256, map(eq, map(sha256.get, old.sha256), old.sha256.values())))  # same hash
+    same.difference_update(compress(old.renderer, map(version.__ne__, old.renderer.values())))  # same renderer
     same.intersection_update(listing.names)
     same.difference_update(withdrawn)
     return same - retired.symmetric_difference(old.retired)

@@ -336,16 +336,12 @@ def _runs_json(runs: SiteRuns) -> str:
                                          else _strings_json(values)) for name, values in columns.items())
 
 
-_PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
-"""The characters JSON writes as they are (printable ASCII but quotes and backslashes)."""
-
-
 def _strings_json(values: list[str]) -> str:
     """A list of strings as JSON, one per line: joined as they are when every character is one JSON writes as it
     is (reportgen's ids, hashes, versions and times), else each encoded (no Python call per value otherwise)."""
     if not values:
         return "[]"
-    every = "".join(values)
-    if every.isascii() and not every.encode("ascii").translate(None, _PLAIN):
+    every = "".join(values)  # printable ASCII but quotes and backslashes: what JSON writes as it is
+    if every.isascii() and every.isprintable() and '"' not in every and "\\" not in every:
         return '[\n"' + '",\n"'.join(values) + '"\n]'
     return "[\n" + ",\n".join(map(json.dumps, values)) + "\n]"

@@ -221,6 +221,38 @@ def test_a_build_fetches_the_traces_of_only_the_pages_it_draws_with_them(bucket:
     assert os.listdir(cached / ".members-pending") == []
 
 
+def test_run_jsons_are_mirrored_in_batches_and_a_lost_one_is_named(bucket: str, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build's mirror fetches run.json files a batch at a time (2 here: batches of 2 and 1); one listed but gone
+    when read (deleted from the bucket between the listing and the read) is an error naming it, not a run left out."""
+    from reportgen.store import objects
+
+    url = f"s3://{bucket}/runs"
+    store = ObjectStore.open(url)
+    runs = [synthetic_run(run_id=f"2026112{i}T000000Z-cpu-test-bbb11{i}", with_traces=True) for i in range(3)]
+    for run in runs:
+        store.put_bundle(write_synthetic(tmp_path / "whole", run))
+    monkeypatch.setattr(objects, "RUN_JSON_BATCH", 2)
+    cache = tmp_path / "mirror"
+    assert objects.sync_store(store, cache, members=False) == [r.run_id for r in runs]
+    assert sorted(os.listdir(cache / objects.PENDING_DIR)) == [r.run_id for r in runs]
+    assert all(os.listdir(cache / r.run_id) == ["run.json"] for r in runs)
+
+    listed = ObjectStore.run_ids
+    gone = synthetic_run(run_id="20261130T000000Z-cpu-test-ccc333")
+    store.put_bundle(write_synthetic(tmp_path / "whole", gone))
+
+    def list_then_lose_one(self: ObjectStore) -> list[str]:
+        ids = listed(self)
+        self.fs.rm_file(f"{bucket}/runs/{gone.run_id}/run.json")  # on the server: the read that follows fails
+        return ids
+
+    monkeypatch.setattr(ObjectStore, "run_ids", list_then_lose_one)
+    with pytest.raises(objects.ObjectStoreError, match=f"{gone.run_id}/run.json: cannot be read \\(1 run"):
+        objects.sync_store(store, cache, members=False)
+    assert not (cache / gone.run_id).exists()
+
+
 def test_corrupt_withdrawal_object_is_one_line_not_a_crash(bucket: str, tmp_path: Path) -> None:
     url = f"s3://{bucket}/runs"
     store = ObjectStore.open(url)

@@ -228,19 +228,25 @@ def sync_store(store: ObjectStore, cache: Path, *, members: bool = True) -> list
     return wanted
 
 
+RUN_JSON_BATCH = 512
+"""``run.json`` files fetched (concurrently) per request batch when a build mirrors new runs: bounded memory."""
+
+
 def _fetch_run_jsons(store: ObjectStore, cache: Path, run_ids: Sequence[str]) -> None:
-    """The ``run.json`` alone of each of ``run_ids`` (fetched concurrently), each run marked pending before its
-    folder appears, so that a bundle in the cache is whole or marked."""
+    """The ``run.json`` alone of each of ``run_ids`` (fetched concurrently, in batches), each run marked pending
+    before its folder appears, so that a bundle in the cache is whole or marked."""
     pending = cache / PENDING_DIR
     pending.mkdir(exist_ok=True)
-    found = store.read_run_jsons(run_ids)
-    lost = [i for i in run_ids if i not in found]
-    if lost:  # listed a moment ago: a failed read, not a run that is not there
-        raise ObjectStoreError(f"{store.url}/{lost[0]}/{RUN_FILE}: cannot be read ({len(lost)} run(s)); check the "
-                               f"bucket, {HINTS[store.scheme]}")
-    for run_id, data in found.items():
-        (pending / run_id).touch()
-        _place(cache, run_id, {RUN_FILE: data})
+    for start in range(0, len(run_ids), RUN_JSON_BATCH):
+        batch = run_ids[start:start + RUN_JSON_BATCH]
+        found = store.read_run_jsons(batch)
+        lost = [i for i in batch if i not in found]
+        if lost:  # listed a moment ago: a failed read, not a run that is not there
+            raise ObjectStoreError(f"{store.url}/{lost[0]}/{RUN_FILE}: cannot be read ({len(lost)} run(s)); check "
+                                   f"the bucket, {HINTS[store.scheme]}")
+        for run_id, data in found.items():
+            (pending / run_id).touch()
+            _place(cache, run_id, {RUN_FILE: data})
 
 
 def complete_bundles(store: ObjectStore, cache: Path, run_ids: Iterable[str]) -> list[str]:

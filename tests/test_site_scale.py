@@ -166,10 +166,10 @@ def test_fast_manifest_digest_leaves_anything_unusual_to_the_codec(change: objec
 
 
 @pytest.mark.parametrize("created", ["2026-12-01T00:00:00Z", 'a "quoted" time', "caf\u00e9 \\ \x01"])
-def test_the_manifest_is_written_as_the_json_encoder_would_and_read_back(tmp_path: Path, created: str) -> None:
-    """Columns of plain strings are joined directly; the file must still be what json.dumps(sort_keys=True) writes
-    (retired and carried runs included; a string JSON escapes sends its column to the encoder), one value per line,
-    and reading it back gives what was written."""
+def test_the_manifest_columns_are_written_one_value_per_line_and_read_back(tmp_path: Path, created: str) -> None:
+    """Columns of plain strings are joined directly, a column holding a string JSON escapes goes to the encoder: either
+    way the file's JSON holds exactly the runs (retired and carried ones included), one value per line, and reading
+    it back gives what was written."""
     d = _digests()[0]
     runs = manifest.SiteRuns()
     runs.add_reused({"r-1", "r-2"}, {"r-1": "ab" * 32, "r-2": "cd" * 32},

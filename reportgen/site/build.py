@@ -83,7 +83,7 @@ def warn_on_stderr(message: str) -> None:
 def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                warn: Callable[[str], None] = warn_on_stderr, *, strict: bool = False,
                keep_traces: int | None = None, verify: bool = False,
-               fetch: Callable[[Sequence[str]], object] | None = None) -> BuildResult:
+               fetch: Callable[[Sequence[str]], None] | None = None) -> BuildResult:
     """Build the site for every run in ``store`` into ``out``, atomically, keeping older run pages.
 
     ``jobs``: processes that render run pages (default: $REPORTGEN_JOBS, else the usable CPUs).

@@ -249,16 +249,14 @@ def _fetch_run_jsons(store: ObjectStore, cache: Path, run_ids: Sequence[str]) ->
             _place(cache, run_id, {RUN_FILE: data})
 
 
-def complete_bundles(store: ObjectStore, cache: Path, run_ids: Iterable[str]) -> list[str]:
-    """Fetch the other members of those of ``run_ids`` whose ``run.json`` alone is in ``cache``; returns them."""
+def complete_bundles(store: ObjectStore, cache: Path, run_ids: Iterable[str]) -> None:
+    """Fetch the other members of those of ``run_ids`` whose ``run.json`` alone is in ``cache``."""
     pending = cache / PENDING_DIR
     try:
         marked = set(os.listdir(pending))
     except FileNotFoundError:
-        return []
-    wanted = [i for i in run_ids if i in marked]
-    _parallel(lambda run_id: _complete(store, cache / run_id, pending / run_id), wanted)
-    return wanted
+        return
+    _parallel(lambda run_id: _complete(store, cache / run_id, pending / run_id), [i for i in run_ids if i in marked])
 
 
 def _complete(store: ObjectStore, bundle: Path, marker: Path) -> None:

@@ -44,7 +44,7 @@ def reading_store(config: Config) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def building_store(config: Config) -> Iterator[tuple[Path, Callable[[Sequence[str]], object] | None]]:
+def building_store(config: Config) -> Iterator[tuple[Path, Callable[[Sequence[str]], None] | None]]:
     """For ``build``: the folder to read runs from and, for an object store, what fetches the bundles of the runs
     whose pages are drawn with their traces. The mirror gets only each new run's ``run.json`` first: a page
     reused, or drawn without traces (``--keep-traces``), needs no other member."""

@@ -195,6 +195,33 @@ def test_a_missing_catalog_is_rebuilt_from_the_bundles(tmp_path: Path) -> None:
     assert len(_parts(store)) == 1
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes are forked")
+def test_bundles_read_by_worker_processes_make_the_catalog_one_process_makes(tmp_path: Path) -> None:
+    """A build reads a big store's bundles across its worker processes: the same rows, points and digests, and
+    a broken bundle named by the same message, as when one process reads them."""
+    from reportgen.site.workers import MIN_PAGES_PER_WORKER, pool_map
+
+    serial = _store(tmp_path / "a", 2 * MIN_PAGES_PER_WORKER + 1, record=False)
+    (serial / _run(3).run_id / RUN_FILE).write_text("{not json")
+    shutil.copytree(serial, tmp_path / "b")
+    pids: set[int] = set()
+
+    def mapper(fn, paths):  # type: ignore[no-untyped-def]
+        pids.update(pool_map(_pid, paths, jobs=2))
+        return pool_map(fn, paths, jobs=2)
+
+    one, many = catalog.sync(serial), catalog.sync(tmp_path / "b", mapper=mapper)
+    assert pids and os.getpid() not in pids  # the reads did cross into other processes
+    assert many.columns() == one.columns() and len(one.entries) == 2 * MIN_PAGES_PER_WORKER
+    assert many.groups() == one.groups() and many.digests() == one.digests()
+    assert [str(e).replace(str(tmp_path / "b"), "S") for e in many.problems] == \
+        [str(e).replace(str(serial), "S") for e in one.problems] and len(one.problems) == 1
+
+
+def _pid(_path: Path) -> int:
+    return os.getpid()
+
+
 def test_a_bundle_that_left_the_store_leaves_the_catalog_in_one_compacted_part(tmp_path: Path) -> None:
     store = _store(tmp_path, 4)
     gone = _run(1).run_id

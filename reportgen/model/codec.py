@@ -63,33 +63,94 @@ class _Ctx:
         return BundleError(f"{self.source}: field '{where}': {problem}")
 
 
+Decoder = typing.Callable[[Any, _Ctx, str], Any]
+"""Decodes a JSON value into one type: ``decoder(value, ctx, where)``."""
+
+
 def _decode(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
+    return _decoder(tp)(value, ctx, where)
+
+
+@functools.cache
+def _decoder(tp: Any) -> Decoder:
+    """The decoder of ``tp``, made once per type from its hints: a run.json holds hundreds of values, and asking
+    each value's type what it is (its origin, whether it is a dataclass, an enum) cost more than decoding it."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        return _decode_union(tp, value, ctx, where)
+        return _union_decoder(tp)
     if dataclasses.is_dataclass(tp):
-        return _decode_dataclass(tp, value, ctx, where)
+        return _dataclass_decoder(tp)
     if isinstance(tp, type) and issubclass(tp, Enum):
-        allowed = [m.value for m in tp]
+        return _enum_decoder(tp)
+    if origin is tuple:
+        return _tuple_decoder(typing.get_args(tp)[0])
+    if origin is dict:
+        return _dict_decoder(typing.get_args(tp)[1])
+    return functools.partial(_decode_scalar, tp)
+
+
+def _lazy(tp: Any) -> Decoder:
+    """``tp``'s decoder, made when first called (a dataclass may hold its own type)."""
+    found: list[Decoder] = []
+
+    def decode(value: Any, ctx: _Ctx, where: str) -> Any:
+        if not found:
+            found.append(_decoder(tp))
+        return found[0](value, ctx, where)
+    return decode
+
+
+def _union_decoder(tp: Any) -> Decoder:
+    args = typing.get_args(tp)
+    optional = type(None) in args
+    non_none = [a for a in args if a is not type(None)]
+    if len(non_none) != 1:
+        raise TypeError(f"unsupported union {tp}")
+    inner = _lazy(non_none[0])
+
+    def decode(value: Any, ctx: _Ctx, where: str) -> Any:
+        if value is None:
+            if optional:
+                return None
+            raise ctx.fail(where, "must not be null")
+        return inner(value, ctx, where)
+    return decode
+
+
+def _enum_decoder(tp: type[Enum]) -> Decoder:
+    allowed = [m.value for m in tp]
+
+    def decode(value: Any, ctx: _Ctx, where: str) -> Any:
         if value not in allowed:
             raise ctx.fail(where, f"expected one of {allowed}, got {_show(value)}")
         return tp(value)
-    if origin is tuple:
-        (item_tp, _ellipsis) = typing.get_args(tp)
+    return decode
+
+
+def _tuple_decoder(item_tp: Any) -> Decoder:
+    item = _lazy(item_tp)
+    floats = item_tp is float
+
+    def decode(value: Any, ctx: _Ctx, where: str) -> Any:
         if not isinstance(value, list):
             raise ctx.fail(where, f"expected a list, got {_kind(value)}")
-        numbers = _finite_floats(value) if item_tp is float else None
+        numbers = _finite_floats(value) if floats else None
         if numbers is not None:
             return numbers
-        return tuple(_decode(item_tp, v, ctx, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin is dict:
-        (_key_tp, val_tp) = typing.get_args(tp)
+        return tuple(item(v, ctx, f"{where}[{i}]") for i, v in enumerate(value))
+    return decode
+
+
+def _dict_decoder(val_tp: Any) -> Decoder:
+    item = _lazy(val_tp)
+
+    def decode(value: Any, ctx: _Ctx, where: str) -> Any:
         if not isinstance(value, dict):
             raise ctx.fail(where, f"expected an object, got {_kind(value)}")
         for k in value:
             _check_key(k, ctx, where)
-        return {str(k): _decode(val_tp, v, ctx, f"{where}.{k}") for k, v in value.items()}
-    return _decode_scalar(tp, value, ctx, where)
+        return {str(k): item(v, ctx, f"{where}.{k}") for k, v in value.items()}
+    return decode
 
 
 def _finite_floats(values: list[Any]) -> tuple[float, ...] | None:
@@ -104,31 +165,32 @@ def _finite_floats(values: list[Any]) -> tuple[float, ...] | None:
     return out if all(map(math.isfinite, out)) else None
 
 
-def _decode_union(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
-    args = typing.get_args(tp)
-    if value is None:
-        if type(None) in args:
-            return None
-        raise ctx.fail(where, "must not be null")
-    non_none = [a for a in args if a is not type(None)]
-    if len(non_none) != 1:
-        raise TypeError(f"unsupported union {tp}")
-    return _decode(non_none[0], value, ctx, where)
+def _dataclass_decoder(tp: Any) -> Decoder:
+    fields: list[tuple[str, Decoder, bool, bool]] = []  # name, decoder, required, a unit to check
+
+    def decode(value: Any, ctx: _Ctx, where: str) -> Any:
+        if not isinstance(value, dict):
+            raise ctx.fail(where, f"expected an object, got {_kind(value)}")
+        if not fields:
+            fields[:] = [(name, _decoder(hint), required, _has_unit(name)) for name, hint, required in _fields_of(tp)]
+        top = where == "$"
+        kwargs: dict[str, Any] = {}
+        for name, field_decoder, required, unit in fields:
+            if name not in value:
+                if required:
+                    raise ctx.fail(name if top else f"{where}.{name}", "is missing")
+                continue
+            sub = name if top else f"{where}.{name}"
+            kwargs[name] = decoded = field_decoder(value[name], ctx, sub)
+            if unit:
+                _check_units(name, decoded, ctx, sub)
+        return tp(**kwargs)
+    return decode
 
 
-def _decode_dataclass(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
-    if not isinstance(value, dict):
-        raise ctx.fail(where, f"expected an object, got {_kind(value)}")
-    kwargs: dict[str, Any] = {}
-    for name, hint, required in _fields_of(tp):
-        sub = name if where == "$" else f"{where}.{name}"
-        if name not in value:
-            if required:
-                raise ctx.fail(sub, "is missing")
-            continue
-        kwargs[name] = _decode(hint, value[name], ctx, sub)
-        _check_units(name, kwargs[name], ctx, sub)
-    return tp(**kwargs)
+def _has_unit(name: str) -> bool:
+    """Whether a field's values must be non-negative (its name carries a unit, or counts)."""
+    return name.endswith(_NON_NEGATIVE_SUFFIXES) or name in _NON_NEGATIVE_FIELDS
 
 
 @functools.cache
@@ -174,8 +236,9 @@ def _decode_scalar(tp: Any, value: Any, ctx: _Ctx, where: str) -> Any:
 
 
 def _check_units(name: str, value: Any, ctx: _Ctx, where: str) -> None:
-    if not name.endswith(_NON_NEGATIVE_SUFFIXES) and name not in _NON_NEGATIVE_FIELDS:
-        return
+    kind = type(value)
+    if (kind is float or kind is int) and 0 <= value <= MAX_UNIT_VALUE or value is None:
+        return  # most values: one number in range
     values = value if isinstance(value, tuple) else (value,)
     if name == "samples_us":
         _check_samples(values, ctx, where)

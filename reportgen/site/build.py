@@ -114,7 +114,7 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
         fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
         if stamp is None or manifest_stamp(out) != stamp:  # another build swapped the site in meanwhile
             old = read_old_site(out)
-        plan = gather(store, out, old, keep_traces, verify=verify)  # lists the store again, under the lock
+        plan = gather(store, out, old, keep_traces, verify=verify, jobs=jobs)  # lists the store again, under the lock
         if fetch is not None:
             fetch([p.run_id for p in plan.render if p.run_id not in plan.retired])
         tmp = make_temp_dir(out.parent, fs.name_tag(out), fs.TMP_PREFIX)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import multiprocessing
 import os
 import shutil
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +18,7 @@ from reportgen.errors import BundleError, TraceError, UsageError
 from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR, render_html, render_md
 from reportgen.site.manifest import DATA_DIR, ManifestEntry, PageOrigin, SiteRun
-from reportgen.site.workers import render_workers, worker_init
+from reportgen.site.workers import pool_map
 from reportgen.store.files import read_regular
 from reportgen.store.layout import RUN_FILE, safe_component
 from reportgen.store.loader import load_run, member_file
@@ -80,16 +78,7 @@ def render_run_pages(tasks: list[RunPageTask], jobs: int) -> list[RenderedPage |
     milliseconds with everything imported, and need no ``__main__`` guard in the caller's script.
     Each page is written by exactly one worker into its own folder.
     """
-    workers = render_workers(len(tasks), jobs)
-    if workers == 1:
-        return [render_task(t) for t in tasks]
-    chunk = max(1, min(16, len(tasks) // (workers * 4)))
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=worker_init, initargs=(os.getpid(),))
-    try:
-        return list(pool.map(render_task, tasks, chunksize=chunk))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    return pool_map(render_task, tasks, jobs)
 
 
 RUN_PAGE_TEMPLATES = ("run.html", "charts/bars.svg", "charts/timeline.svg")

@@ -3,6 +3,7 @@ and the renderer version that says when a reused page would no longer be what th
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import os
@@ -32,6 +33,7 @@ from reportgen.site.manifest import (
     SiteRuns,
 )
 from reportgen.site.pages import RUN_FILE_GZ
+from reportgen.site.workers import pool_map
 from reportgen.store.files import NotRegularFile, read_regular
 from reportgen.store.layout import RUN_FILE
 from reportgen.store.loader import StoreListing, list_store, load_run
@@ -117,7 +119,7 @@ def retired_runs(history_key: dict[str, str], created_utc: dict[str, str], keep:
 
 
 def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
-           listing: StoreListing | None = None, *, verify: bool = False) -> SitePlan:
+           listing: StoreListing | None = None, *, verify: bool = False, jobs: int = 1) -> SitePlan:
     """Bring the store's catalog up to date and decide, per run, whether to render, reuse or carry its page.
 
     A run whose page is reused (the catalog's run.json hash, the renderer and the retention state as the old
@@ -127,10 +129,11 @@ def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
     is the file the catalog read and each reused page is there (one ``lstat`` and one ``stat`` per run), for a
     store or site changed by hand. A run to render is loaded later, once, by the process that renders its page.
     ``listing``: the store's run folders, listed by the caller while it holds the build lock; None: listed here.
+    ``jobs``: processes that read the bundles the catalog lacks (a first build of a big store).
     """
     version = renderer_version()
     listing = list_store(store) if listing is None else listing
-    cat = catalog.sync(store, listing, verify=verify)
+    cat = catalog.sync(store, listing, verify=verify, mapper=functools.partial(pool_map, jobs=jobs))
     sha256, created, keys = cat.columns()
     retired = retired_runs(keys, created, keep_traces)
     withdrawn = frozenset(read_withdrawn(store))

@@ -13,12 +13,14 @@ import os
 import pickle
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from reportgen.errors import ReportgenError, SiteError, UsageError
 
 T = TypeVar("T")
+R = TypeVar("R")
 MAX_CHILD_ERROR_BYTES = 16384
 """A child's error larger than this once pickled is sent as its type and the start of its text."""
 MIN_PAGES_PER_WORKER = 4
@@ -39,6 +41,21 @@ def default_jobs() -> int:
 def render_workers(pages: int, jobs: int) -> int:
     """Worker processes for ``pages`` run pages: 1 (this process) for few pages or off Linux."""
     return max(1, min(jobs, pages // MIN_PAGES_PER_WORKER)) if sys.platform == "linux" else 1
+
+
+def pool_map(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
+    """``[fn(x) for x in items]``, across up to ``jobs`` forked worker processes (as :func:`render_workers` counts
+    them: here, for a few items or off Linux); ``fn`` and its results must pickle. The order is kept."""
+    workers = render_workers(len(items), jobs)
+    if workers == 1:
+        return [fn(x) for x in items]
+    chunk = max(1, min(16, len(items) // (workers * 4)))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=worker_init, initargs=(os.getpid(),))
+    try:
+        return list(pool.map(fn, items, chunksize=chunk))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class BackgroundChild:

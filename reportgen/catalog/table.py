@@ -26,6 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from reportgen.analysis.history import GroupPoint
+from reportgen.catalog.arrow import is_in as _is_in
+from reportgen.catalog.arrow import pa as _pa
+from reportgen.catalog.arrow import pc as _pc
+from reportgen.catalog.arrow import pq as _pq
+from reportgen.catalog.arrow import where as _where
 from reportgen.store.atomic import new_file_mode
 
 CATALOG_DIR = ".catalog"
@@ -81,37 +86,6 @@ class Part:
 
 class PartVanished(Exception):
     """A part listed a moment ago is gone (a compaction deleted it): list again."""
-
-
-def _pa() -> Any:
-    import pyarrow as pa
-
-    return pa
-
-
-def _pc() -> Any:
-    """Arrow's compute kernels without ``pyarrow.compute``, whose import wraps every kernel in a Python function
-    (about 0.1 s of adding one run to a site, with ``pyarrow.dataset``, which a filtered read_table imports)."""
-    import pyarrow._compute as pc
-
-    return pc
-
-
-def _is_in(column: Any, values: Collection[str]) -> Any:
-    """A boolean mask: which of ``column``'s strings are in ``values``."""
-    pa, pc = _pa(), _pc()
-    return pc.call_function("is_in", [column], pc.SetLookupOptions(pa.array(sorted(values), pa.string())))
-
-
-def _where(table: Any, mask: Any) -> Any:
-    """The rows of ``table`` where ``mask`` is true."""
-    return _pc().call_function("filter", [table, mask])
-
-
-def _pq() -> Any:
-    import pyarrow.parquet as pq
-
-    return pq
 
 
 def runs_schema() -> Any:

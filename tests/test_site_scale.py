@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,25 @@ def test_parallel_build_writes_the_same_bytes_as_a_serial_build(tmp_path: Path) 
     assert len([p for p in hashes if p.endswith(".svg") and "/runs/" in f"/{p}"]) == 8 + 4 * 3  # bars, timelines
     assert len([p for p in hashes if p.startswith("history/") and p.endswith(".svg")]) == 1  # one history chart
     assert hashes == _hashes(tmp_path / "parallel")
+
+
+def test_a_broken_bundle_read_by_a_worker_is_named_and_left_out_as_by_a_serial_build(tmp_path: Path) -> None:
+    """A first build reads the bundles for its catalog across its workers: a broken one is the same one warning,
+    and the site the same bytes, as when one process reads them."""
+    store = tmp_path / "results"
+    for i in range(9):
+        write_synthetic(store, _run(i, with_traces=False))  # type: ignore[arg-type]
+    (store / _run(4).run_id / "run.json").write_text('{"schema_version": 1, "run_id": 4}')  # type: ignore[attr-defined]
+    sites, warnings = {}, {}
+    for jobs in (1, 2):
+        shutil.rmtree(store / ".catalog", ignore_errors=True)  # each build reads every bundle
+        said: list[str] = []
+        result = site.build_site(store, tmp_path / f"site-{jobs}", "/", jobs=jobs, warn=said.append)
+        assert (result.runs_total, result.rendered) == (8, 8)
+        sites[jobs], warnings[jobs] = _hashes(tmp_path / f"site-{jobs}"), said
+    assert sites[1] == sites[2]
+    assert warnings[1] == warnings[2] and len(warnings[1]) == 1
+    assert warnings[1][0].startswith(f"{store / _run(4).run_id / 'run.json'}: field 'run_id'")  # type: ignore[attr-defined]
 
 
 def _record_pid(task: pages.RunPageTask) -> pages.RenderedPage:

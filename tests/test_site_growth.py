@@ -58,8 +58,8 @@ def test_adding_a_run_redraws_only_the_last_archive_page_and_its_own_history(tmp
     site.build_site(store, out, "/", jobs=1)
     inodes = {p.relative_to(out).as_posix(): p.stat().st_ino for p in [*(out / "archive").iterdir(),
                                                                       *(out / "history").iterdir()]}
-    charts = sorted(p.name for p in (out / "history").iterdir())
-    assert len(charts) == 2
+    charts = sorted(p.name for p in (out / "history").iterdir() if p.suffix == ".svg")
+    assert len(charts) == 2 and len(list((out / "history").glob("*.window.json"))) == 2  # a window beside each
     write_synthetic(store, _run(7, "4,64"))  # joins the first shape's history and the archive's third page
     result = site.build_site(store, out, "/", jobs=1)
     assert (result.rendered, result.reused) == (1, 7)
@@ -67,7 +67,8 @@ def test_adding_a_run_redraws_only_the_last_archive_page_and_its_own_history(tmp
                                                                      *(out / "history").iterdir()]}
     unchanged = {k for k in inodes if after.get(k) == inodes[k]}
     other = next(c for c in charts if "shape-8-128" in c)
-    assert unchanged == {"archive/1.html", "archive/2.html", f"history/{other}"}, sorted(after)
+    window = other.removesuffix(".svg") + ".window.json"
+    assert unchanged == {"archive/1.html", "archive/2.html", f"history/{other}", f"history/{window}"}, sorted(after)
     assert "archive/3.html" in after
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reportgen.errors import SiteError, UsageError
-from reportgen.site import fs
+from reportgen.site import fs, windows
 from reportgen.site.lists import (
     ARCHIVE_DIR,
     HISTORY_DIR,
@@ -235,5 +235,6 @@ def _write_lists(every: SiteRuns, failed: list[FailedPage], plan: SitePlan, root
     help_sig, help_pages = write_help(plan, root, old_site)
     pages += sum(r.pages for r in rendered) + write_index(context, latest, root) + help_pages
     write_static(root)
-    write_manifest(every, root, base_url, {"archive": archive_sigs, "history": history.kept, "help": help_sig})
+    write_manifest(every, root, base_url, {"archive": archive_sigs, "history": history.kept, "help": help_sig,
+                                           windows.STATE_KEY: windows.state(plan)})
     return pages

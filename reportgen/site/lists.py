@@ -30,6 +30,7 @@ from reportgen.analysis.history import (
 from reportgen.errors import BundleError
 from reportgen.model.codec import from_jsonable, to_jsonable
 from reportgen.render.jinja import TEMPLATES_DIR, markdown_to_html, render_html
+from reportgen.site import windows
 from reportgen.site.manifest import SiteRuns
 from reportgen.site.plan import SitePlan
 from reportgen.store.layout import slug
@@ -140,8 +141,12 @@ def history_charts(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, root:
     """The index's history groups (latest ``HISTORY_WINDOW`` runs each), with charts drawn only where they changed."""
     from reportgen.render.history_plot import history_chart
 
-    points, totals = history_points(run_ids, runs, plan, HISTORY_WINDOW)
+    carried = windows.carried_points(run_ids, runs, plan, old_site)
+    points, totals = carried if carried is not None else history_points(run_ids, runs, plan, HISTORY_WINDOW)
     groups = groups_from_points(points, HISTORY_WINDOW, totals)
+    by_key: dict[str, list[GroupPoint]] = {}
+    for p in points:
+        by_key.setdefault(p.key, []).append(p)
     old = plan.old_lists.get("history")
     old_groups = old if isinstance(old, dict) else {}
     (root / HISTORY_DIR).mkdir()
@@ -159,8 +164,21 @@ def history_charts(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, root:
             charts[g.key] = f"{HISTORY_DIR}/{name}"
             if reused is None:
                 history_chart(g, root / HISTORY_DIR / name, steps[g.key])
-        kept[g.key] = {"signature": sig, "chart": name, "steps": to_jsonable(steps[g.key])}
+        window = _window_file(g, name, by_key.get(g.key, []), prev if reused is not None else None, old_site, root)
+        kept[g.key] = {"signature": sig, "chart": name, "steps": to_jsonable(steps[g.key]), "window": window}
     return HistoryCharts(groups, charts, steps, kept)
+
+
+def _window_file(group: HistoryGroup, chart: str, points: list[GroupPoint], unchanged: object, old_site: Path,
+                 root: Path) -> str:
+    """The group's window file beside its chart (:mod:`reportgen.site.windows`): linked from the old site when the
+    group is ``unchanged`` (its old manifest entry), else written; its name."""
+    name = windows.window_name(chart)
+    target = root / HISTORY_DIR / name
+    if not (isinstance(unchanged, dict) and unchanged.get("window") == name
+            and _link(old_site / HISTORY_DIR / name, target)):
+        windows.write(target, group, points)
+    return name
 
 
 def _reuse_group(prev: dict[str, Any], sig: str, name: str, old_site: Path, root: Path, charted: bool

@@ -23,6 +23,7 @@ from reportgen.model.run import Run
 from reportgen.render.jinja import TEMPLATES_DIR
 from reportgen.site.manifest import (
     DATA_DIR,
+    NO_RUNS,
     RUN_PAGE,
     RUNS_DIR,
     OldEntry,
@@ -75,6 +76,8 @@ class SitePlan:
     retired: frozenset[str] = frozenset()
     """Stored runs whose pages are drawn without traces and artifacts (``keep_traces``)."""
     keep_traces: int | None = None
+    old_runs: PublishedRuns = NO_RUNS
+    """The runs the old site's manifest lists (what a build that only adds runs adds to)."""
 
 
 def package_dir() -> Path:
@@ -146,7 +149,8 @@ def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
     render = tuple(PlannedRun(n, store, _fallback(n, out, old)) for n in listing.names if n not in reused)
     carried = tuple(carried_site_run(out, entry) for i in sorted(old.runs.ids().difference(listing.names))
                     if (entry := old.runs.get(i)) is not None)
-    return SitePlan(render, published, carried, version, store, withdrawn, cat, old.lists, retired, keep_traces)
+    return SitePlan(render, published, carried, version, store, withdrawn, cat, old.lists, retired, keep_traces,
+                    old.runs)
 
 
 def _reused(listing: StoreListing, sha256: dict[str, str], old: PublishedRuns, version: str,

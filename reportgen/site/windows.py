@@ -1,0 +1,139 @@
+"""History windows kept in the site, so that adding runs does not read every run's points from the catalog.
+
+Beside each history chart, ``history/<chart>.window.json`` holds the points of the group's window (its latest
+``HISTORY_WINDOW`` runs) as columns, and the group's number of runs. A build that only adds runs to the old site's
+(the same renderer, the same withdrawn runs, every run the old site listed still listed, and no listed run drawn
+again from a changed ``run.json``) makes each group's points from its old window and the new runs' digests: the
+same groups a read of the catalog gives (``tests/test_site_windows.py`` builds both ways and compares the bytes),
+at a cost that does not grow with the store. Otherwise, or when a window file is missing or not one this reportgen
+wrote, the build reads the catalog as before. Windows are a cache: they are checked, never trusted to be right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reportgen.analysis.history import GroupPoint, HistoryGroup, group_points, run_counts
+from reportgen.site.manifest import SiteRuns
+from reportgen.site.plan import SitePlan
+from reportgen.store.layout import is_valid_run_id
+from reportgen.text.documents import Limits, load_json
+
+WINDOW_SUFFIX = ".window.json"
+SCHEMA_VERSION = 1
+STATE_KEY = "history_windows"
+"""The manifest's ``lists`` entry saying what the windows were computed from (:func:`state`)."""
+FIELDS = ("key", "device", "where", "scenario", "parameters", "run_id", "created_utc", "git_sha", "variant_index",
+          "variant", "median_us", "ci_low_us", "ci_high_us", "speedup")
+"""GroupPoint's fields, in order: a window file's columns."""
+LIMITS = Limits(max_bytes=64 * 1024 * 1024)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "key": (str,), "device": (str,), "where": (str,), "scenario": (str,), "parameters": (list,), "run_id": (str,),
+    "created_utc": (str,), "git_sha": (str, type(None)), "variant_index": (int,), "variant": (str, type(None)),
+    "median_us": (float, type(None)), "ci_low_us": (float, type(None)), "ci_high_us": (float, type(None)),
+    "speedup": (float, type(None))}
+
+
+def window_name(chart_name: str) -> str:
+    """The window file beside a chart: ``<chart stem>.window.json``."""
+    return chart_name.removesuffix(".svg") + WINDOW_SUFFIX
+
+
+def state(plan: SitePlan) -> dict[str, object]:
+    """What the windows of a build are computed from: the renderer (any code change, the points' included) and the
+    withdrawn runs (a withdrawal takes a run out of every list)."""
+    withdrawn = hashlib.sha256("\0".join(sorted(plan.withdrawn)).encode()).hexdigest()[:24]
+    return {"schema_version": SCHEMA_VERSION, "renderer_version": plan.renderer_version, "withdrawn": withdrawn}
+
+
+def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_site: Path
+                   ) -> tuple[list[GroupPoint], dict[str, int]] | None:
+    """The history points (each group's old window, and the new runs') and each group's number of runs, when this
+    build only adds runs to the old site's; None when the catalog must be read."""
+    old_groups = plan.old_lists.get("history")
+    if plan.old_lists.get(STATE_KEY) != state(plan) or not isinstance(old_groups, dict):
+        return None
+    listed = set(run_ids)
+    old = plan.old_runs
+    if not old.ids().difference(plan.withdrawn) <= listed:
+        return None  # a run left the lists (withdrawn runs are in the state)
+    if any(p.run_id in old.sha256 and old.sha256[p.run_id] != runs.sha256.get(p.run_id) for p in plan.render):
+        return None  # a listed run drawn again from a changed run.json: its points may have changed
+    new = listed.difference(old.sha256)
+    if not all(i in runs.digests for i in new):
+        return None
+    points: list[GroupPoint] = []
+    totals: dict[str, int] = {}
+    for key, entry in old_groups.items():
+        found = _read(old_site, key, entry, listed)
+        if found is None:
+            return None
+        points += found[0]
+        totals[key] = found[1]
+    fresh = [p for i in sorted(new) for p in group_points(runs.digests[i])]
+    for key, count in run_counts(fresh).items():
+        totals[key] = totals.get(key, 0) + count
+    return points + fresh, totals
+
+
+def write(path: Path, group: HistoryGroup, points: Sequence[GroupPoint]) -> None:
+    """Write the window of ``group`` (its runs' points among ``points``, the group's own) to ``path``."""
+    kept = set(group.run_ids)
+    mine = sorted((p for p in points if p.run_id in kept),
+                  key=lambda p: (p.created_utc, p.run_id, p.variant_index, repr(p)))  # the same file either way
+    columns = {f: [_jsonable(getattr(p, f)) for p in mine] for f in FIELDS}
+    text = json.dumps({"schema_version": SCHEMA_VERSION, "key": group.key, "runs_total": group.runs_total,
+                       "columns": columns}, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def _jsonable(value: object) -> object:
+    return [list(pair) for pair in value] if isinstance(value, tuple) else value
+
+
+def _read(old_site: Path, key: object, entry: object, listed: set[str]) -> tuple[list[GroupPoint], int] | None:
+    """One old group's window points and run count; None when its file is missing or not what it should be."""
+    name = entry.get("window") if isinstance(entry, dict) else None
+    if not isinstance(key, str) or not isinstance(name, str) or os.sep in name or not name.endswith(WINDOW_SUFFIX):
+        return None
+    try:
+        data = load_json((old_site / "history" / name).read_bytes(), name, LIMITS, fix="", walk=False)
+    except Exception:  # noqa: BLE001  a cache: anything wrong (unreadable, not JSON) means the catalog is read
+        return None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or data.get("key") != key:
+        return None
+    total, columns = data.get("runs_total"), data.get("columns")
+    if type(total) is not int or not isinstance(columns, dict):
+        return None
+    points = _points(columns, key, listed)
+    return None if points is None or total < len({p.run_id for p in points}) else (points, total)
+
+
+def _points(columns: dict[str, Any], key: str, listed: set[str]) -> list[GroupPoint] | None:
+    """The points of a window file's columns, each value of its field's type, every run listed and valid."""
+    values = [columns.get(f) for f in FIELDS]
+    if not all(isinstance(v, list) for v in values) or len({len(v) for v in values}) != 1:  # type: ignore[arg-type]
+        return None
+    for f, column in zip(FIELDS, values, strict=True):
+        if not all(isinstance(v, _TYPES[f]) and not isinstance(v, bool) for v in column):  # type: ignore[union-attr]
+            return None
+        if _TYPES[f][0] is float and not all(v is None or math.isfinite(v) for v in column):  # type: ignore[union-attr]
+            return None
+    if set(columns["key"]) - {key} or not set(columns["run_id"]) <= listed or not all(
+            map(is_valid_run_id, set(columns["run_id"]))):
+        return None
+    out = []
+    for row in zip(*values, strict=True):
+        params: list[Any] = row[4]
+        if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in params):
+            return None
+        fields = dict(zip(FIELDS, row, strict=True))
+        fields["parameters"] = tuple((a, b) for a, b in params)
+        out.append(GroupPoint(**fields))
+    return out

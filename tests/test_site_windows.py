@@ -82,7 +82,7 @@ def test_a_withdrawal_reads_the_catalog_again(tmp_path: Path, small_window: list
 
 
 @pytest.mark.parametrize("damage", ["not json", "another group", "a run the site does not list", "a string median",
-                                    "a count below its runs", "missing"])
+                                    "a count below its runs", "missing", "a link"])
 def test_a_window_file_that_is_not_what_it_should_be_is_not_used(tmp_path: Path, small_window: list[int],
                                                                  damage: str) -> None:
     store, out = _store(tmp_path, 6), tmp_path / "site"
@@ -100,9 +100,13 @@ def test_a_window_file_that_is_not_what_it_should_be_is_not_used(tmp_path: Path,
         columns["median_us"][0] = "fast"
     elif damage == "a count below its runs":
         data["runs_total"] = 1
+    elif damage == "a link":
+        (tmp_path / "elsewhere.json").write_text(path.read_text())
+        path.unlink()
+        path.symlink_to(tmp_path / "elsewhere.json")
     else:
         path.unlink()
-    if damage not in ("not json", "missing"):
+    if damage not in ("not json", "missing", "a link"):
         path.write_text(json.dumps(data))
     write_synthetic(store, _run(6))
     site.build_site(store, out, "/", jobs=1)

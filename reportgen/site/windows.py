@@ -22,6 +22,7 @@ from typing import Any
 from reportgen.analysis.history import GroupPoint, HistoryGroup, group_points, run_counts
 from reportgen.site.manifest import SiteRuns
 from reportgen.site.plan import SitePlan
+from reportgen.store.files import read_regular
 from reportgen.store.layout import is_valid_run_id
 from reportgen.text.documents import Limits, load_json
 
@@ -103,8 +104,12 @@ def _read(old_site: Path, key: object, entry: object, listed: set[str]) -> tuple
     if not isinstance(key, str) or not isinstance(name, str) or os.sep in name or not name.endswith(WINDOW_SUFFIX):
         return None
     try:
-        data = load_json((old_site / "history" / name).read_bytes(), name, LIMITS, fix="", walk=False)
-    except Exception:  # noqa: BLE001  a cache: anything wrong (unreadable, not JSON) means the catalog is read
+        path = old_site / "history" / name
+        if path.is_symlink():  # a site's files are its own: a link is not one reportgen wrote
+            return None
+        raw = read_regular(path, LIMITS.max_bytes)
+        data = load_json(raw, name, LIMITS, fix="", walk=False)
+    except Exception:  # noqa: BLE001  a cache: anything wrong (a link, unreadable, not JSON) means the catalog is read
         return None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or data.get("key") != key:
         return None

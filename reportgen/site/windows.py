@@ -16,6 +16,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,12 @@ FIELDS = ("key", "device", "where", "scenario", "parameters", "run_id", "created
           "variant", "median_us", "ci_low_us", "ci_high_us", "speedup")
 """GroupPoint's fields, in order: a window file's columns."""
 LIMITS = Limits(max_bytes=64 * 1024 * 1024)
-_TYPES: dict[str, tuple[type, ...]] = {
-    "key": (str,), "device": (str,), "where": (str,), "scenario": (str,), "parameters": (list,), "run_id": (str,),
-    "created_utc": (str,), "git_sha": (str, type(None)), "variant_index": (int,), "variant": (str, type(None)),
-    "median_us": (float, type(None)), "ci_low_us": (float, type(None)), "ci_high_us": (float, type(None)),
-    "speedup": (float, type(None))}
+_TYPES: dict[str, set[type]] = {
+    "key": {str}, "device": {str}, "where": {str}, "scenario": {str}, "parameters": {list}, "run_id": {str},
+    "created_utc": {str}, "git_sha": {str, type(None)}, "variant_index": {int}, "variant": {str, type(None)},
+    "median_us": {float, type(None)}, "ci_low_us": {float, type(None)}, "ci_high_us": {float, type(None)},
+    "speedup": {float, type(None)}}
+"""The types of each column's values (a bool is not an int here: ``type``, not ``isinstance``)."""
 
 
 def window_name(chart_name: str) -> str:
@@ -84,18 +86,18 @@ def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
 
 
 def write(path: Path, group: HistoryGroup, points: Sequence[GroupPoint]) -> None:
-    """Write the window of ``group`` (its runs' points among ``points``, the group's own) to ``path``."""
+    """Write the window of ``group`` (its runs' points among ``points``, the group's own) to ``path``, as columns,
+    in one order whatever the order of ``points`` (the same file whether the history came from here or the catalog)."""
     kept = set(group.run_ids)
-    mine = sorted((p for p in points if p.run_id in kept),
-                  key=lambda p: (p.created_utc, p.run_id, p.variant_index, repr(p)))  # the same file either way
-    columns = {f: [_jsonable(getattr(p, f)) for p in mine] for f in FIELDS}
+    mine = sorted((p for p in points if p.run_id in kept), key=_order)
+    columns = {f: list(map(attrgetter(f), mine)) for f in FIELDS}  # tuples are written as lists
     text = json.dumps({"schema_version": SCHEMA_VERSION, "key": group.key, "runs_total": group.runs_total,
                        "columns": columns}, sort_keys=True, allow_nan=False, separators=(",", ":"))
     path.write_text(text + "\n", encoding="utf-8")
 
 
-def _jsonable(value: object) -> object:
-    return [list(pair) for pair in value] if isinstance(value, tuple) else value
+def _order(p: GroupPoint) -> tuple[str, str, int, str, float]:
+    return (p.created_utc, p.run_id, p.variant_index, p.variant or "", -1.0 if p.median_us is None else p.median_us)
 
 
 def _read(old_site: Path, key: object, entry: object, listed: set[str]) -> tuple[list[GroupPoint], int] | None:
@@ -121,24 +123,22 @@ def _read(old_site: Path, key: object, entry: object, listed: set[str]) -> tuple
 
 
 def _points(columns: dict[str, Any], key: str, listed: set[str]) -> list[GroupPoint] | None:
-    """The points of a window file's columns, each value of its field's type, every run listed and valid."""
-    values = [columns.get(f) for f in FIELDS]
-    if not all(isinstance(v, list) for v in values) or len({len(v) for v in values}) != 1:  # type: ignore[arg-type]
+    """The points of a window file's columns, each value of its field's type, every run listed and valid (checked
+    a column at a time: a window holds thousands of values)."""
+    values: list[Any] = [columns.get(f) for f in FIELDS]
+    if not all(type(v) is list for v in values) or len(set(map(len, values))) != 1:
         return None
     for f, column in zip(FIELDS, values, strict=True):
-        if not all(isinstance(v, _TYPES[f]) and not isinstance(v, bool) for v in column):  # type: ignore[union-attr]
+        if not set(map(type, column)) <= _TYPES[f]:
             return None
-        if _TYPES[f][0] is float and not all(v is None or math.isfinite(v) for v in column):  # type: ignore[union-attr]
+        if float in _TYPES[f] and not all(map(math.isfinite, [v for v in column if v is not None])):
             return None
-    if set(columns["key"]) - {key} or not set(columns["run_id"]) <= listed or not all(
-            map(is_valid_run_id, set(columns["run_id"]))):
+    runs = set(columns["run_id"])
+    if set(columns["key"]) - {key} or not runs <= listed or not all(map(is_valid_run_id, runs)):
         return None
-    out = []
-    for row in zip(*values, strict=True):
-        params: list[Any] = row[4]
-        if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in params):
-            return None
-        fields = dict(zip(FIELDS, row, strict=True))
-        fields["parameters"] = tuple((a, b) for a, b in params)
-        out.append(GroupPoint(**fields))
-    return out
+    pairs = [pair for params in columns["parameters"] for pair in params]
+    if not set(map(type, pairs)) <= {list} or not set(map(len, pairs)) <= {2} or not set(
+            map(type, (x for pair in pairs for x in pair))) <= {str}:
+        return None
+    values[FIELDS.index("parameters")] = [tuple(map(tuple, params)) for params in columns["parameters"]]
+    return list(map(GroupPoint, *values))

@@ -4,6 +4,7 @@ points in the catalog, and makes the bytes a build of the whole store makes; any
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,23 @@ def test_a_site_without_windows_reads_the_catalog_once_then_keeps_them(tmp_path:
         site.build_site(store, out, "/", jobs=1)
     assert small_window == [1]
     assert _files(out) == _fresh(store, tmp_path)
+
+
+def test_verify_draws_the_history_from_the_catalog_not_from_a_window_edited_by_hand(tmp_path: Path,
+                                                                                   small_window: list[int]) -> None:
+    """A window is checked, not proven: a median edited by hand into another plausible number is drawn by a
+    build; ``--verify`` reads the catalog instead, as it checks every page the old site kept."""
+    store, out = _store(tmp_path, 6), tmp_path / "site"
+    site.build_site(store, out, "/", jobs=1)
+    path = sorted((out / "history").glob(f"*{windows.WINDOW_SUFFIX}"))[0]
+    data = json.loads(path.read_text())
+    data["columns"]["median_us"] = [m * 3 if m is not None else None for m in data["columns"]["median_us"]]
+    path.write_text(json.dumps(data))
+    write_synthetic(store, _run(6))
+    edited = tmp_path / "edited"
+    shutil.copytree(out, edited, symlinks=True)
+    site.build_site(store, edited, "/", jobs=1)
+    assert small_window == [0] and _files(edited) != _fresh(store, tmp_path)  # the edit was drawn
+    site.build_site(store, out, "/", jobs=1, verify=True)
+    assert small_window == [1]
+    assert _files(out) == _fresh(store, tmp_path, "fresh-2")

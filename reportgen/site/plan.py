@@ -78,6 +78,8 @@ class SitePlan:
     keep_traces: int | None = None
     old_runs: PublishedRuns = NO_RUNS
     """The runs the old site's manifest lists (what a build that only adds runs adds to)."""
+    verify: bool = False
+    """``build --verify``: what the old site kept (its history windows too) is checked against the store."""
 
 
 def package_dir() -> Path:
@@ -150,7 +152,7 @@ def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
     carried = tuple(carried_site_run(out, entry) for i in sorted(old.runs.ids().difference(listing.names))
                     if (entry := old.runs.get(i)) is not None)
     return SitePlan(render, published, carried, version, store, withdrawn, cat, old.lists, retired, keep_traces,
-                    old.runs)
+                    old.runs, verify)
 
 
 def _reused(listing: StoreListing, sha256: dict[str, str], old: PublishedRuns, version: str,

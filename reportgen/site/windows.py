@@ -2,11 +2,12 @@
 
 Beside each history chart, ``history/<chart>.window.json`` holds the points of the group's window (its latest
 ``HISTORY_WINDOW`` runs) as columns, and the group's number of runs. A build that only adds runs to the old site's
-(the same renderer, the same withdrawn runs, every run the old site listed still listed, and no listed run drawn
-again from a changed ``run.json``) makes each group's points from its old window and the new runs' digests: the
-same groups a read of the catalog gives (``tests/test_site_windows.py`` builds both ways and compares the bytes),
-at a cost that does not grow with the store. Otherwise, or when a window file is missing or not one this reportgen
-wrote, the build reads the catalog as before. Windows are a cache: they are checked, never trusted to be right.
+(the same renderer, the same withdrawn runs, every run the old site listed still listed, no listed run drawn again
+from a changed ``run.json``, no ``--verify``) makes each group's points from its old window and the new runs'
+digests: the same groups a read of the catalog gives (``tests/test_site_windows.py`` builds both ways and compares
+the bytes), at a cost that does not grow with the store. Otherwise, or when a window file is missing or not one
+this reportgen wrote, the build reads the catalog as before. Windows are a cache: they are checked (types, runs,
+counts), not proven; ``build --verify`` reads the catalog.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
     """The history points (each group's old window, and the new runs') and each group's number of runs, when this
     build only adds runs to the old site's; None when the catalog must be read."""
     old_groups = plan.old_lists.get("history")
-    if plan.old_lists.get(STATE_KEY) != state(plan) or not isinstance(old_groups, dict):
+    if plan.verify or plan.old_lists.get(STATE_KEY) != state(plan) or not isinstance(old_groups, dict):
         return None
     listed = set(run_ids)
     old = plan.old_runs

@@ -82,7 +82,8 @@ def test_a_withdrawal_reads_the_catalog_again(tmp_path: Path, small_window: list
     assert _files(out) == _fresh(store, tmp_path)
 
 
-@pytest.mark.parametrize("damage", ["not json", "another group", "a run the site does not list", "a string median",
+@pytest.mark.parametrize("damage", ["not json", "another group", "a run the site does not list",
+                                    "a run the old site did not list", "a string median",
                                     "a count below its runs", "missing", "a link"])
 def test_a_window_file_that_is_not_what_it_should_be_is_not_used(tmp_path: Path, small_window: list[int],
                                                                  damage: str) -> None:
@@ -97,6 +98,8 @@ def test_a_window_file_that_is_not_what_it_should_be_is_not_used(tmp_path: Path,
         data["key"] = "cpu|elsewhere"
     elif damage == "a run the site does not list":
         columns["run_id"][0] = "20261201T230000Z-cpu-win-invented"
+    elif damage == "a run the old site did not list":
+        columns["run_id"][0] = _run(6).run_id  # the run this build adds: its points would count twice
     elif damage == "a string median":
         columns["median_us"][0] = "fast"
     elif damage == "a count below its runs":

@@ -65,8 +65,9 @@ def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
         return None
     listed = set(run_ids)
     old = plan.old_runs
-    if not old.ids().difference(plan.withdrawn) <= listed:
-        return None  # a run left the lists (withdrawn runs are in the state)
+    old_listed = old.ids().difference(plan.withdrawn)  # what the old site listed (the withdrawn runs are the same)
+    if not old_listed <= listed:
+        return None  # a run left the lists
     if any(p.run_id in old.sha256 and old.sha256[p.run_id] != runs.sha256.get(p.run_id) for p in plan.render):
         return None  # a listed run drawn again from a changed run.json: its points may have changed
     new = listed.difference(old.sha256)
@@ -75,7 +76,7 @@ def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
     points: list[GroupPoint] = []
     totals: dict[str, int] = {}
     for key, entry in old_groups.items():
-        found = _read(old_site, key, entry, listed)
+        found = _read(old_site, key, entry, old_listed)
         if found is None:
             return None
         points += found[0]

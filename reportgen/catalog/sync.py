@@ -149,8 +149,8 @@ def record(store: Path, run: Run, bundle: Path) -> bool:
 
 Mapper = Callable[[Callable[[Path], "Read"], Sequence[Path]], list["Read"]]
 """How :func:`sync` reads the bundles the catalog lacks: ``mapper(fn, paths)`` is ``[fn(p) for p in paths]``, in
-this process (the default) or across worker processes (a build's first sync of a big store: reading a bundle
-costs about 3 ms, mostly decoding and summarising it)."""
+this process (the default) or across worker processes (a build's first sync of a big store, where each bundle is
+decoded and summarised: ``benchmarks/load_run_cost.py`` times the decoding)."""
 Read = tuple[CatalogRun, list[GroupPoint]] | BundleError
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from test_site import _assert_links_resolve
 from reportgen import site
 from reportgen.cli import main
 from reportgen.errors import UsageError
-from reportgen.site import lists
+from reportgen.site import lists, plan
 
 
 def _run(i: int, shape: str = "4,64"):  # type: ignore[no-untyped-def]
@@ -177,3 +178,19 @@ def test_a_build_trusts_published_pages_and_verify_draws_a_missing_one_again(tmp
     assert site.build_site(store, out, "/", jobs=1).reused == 2 and not page.exists()
     assert main(["build", "--runs", str(store), "--out", str(out), "--verify"]) == 0
     assert page.read_text() == text
+
+
+def test_retired_runs_are_all_but_the_latest_of_each_series() -> None:
+    """Retention keeps the latest ``keep`` runs of each series (by time, then id: runs made in the same second) and
+    retires the rest, against the rule written out run by run, over random stores."""
+    rng = random.Random(33)
+    for _ in range(300):
+        ids = [f"r{i:03d}" for i in rng.sample(range(100), rng.randint(0, 30))]
+        keys = {i: rng.choice("abc") for i in ids}
+        created = {i: f"2026-12-0{rng.randint(1, 3)}T00:00:00Z" for i in ids}  # many ties in time
+        keep = rng.choice([None, 0, 1, 2, 5])
+        expected: set[str] = set()
+        for key in set(keys.values()) if keep is not None else ():
+            series = sorted((created[i], i) for i in ids if keys[i] == key)
+            expected.update(i for _, i in series[: max(0, len(series) - keep)])
+        assert plan.retired_runs(keys, created, keep) == expected

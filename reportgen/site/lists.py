@@ -6,7 +6,8 @@ new run changes only the last page (and the one before, when it starts a page); 
 shows a group's latest ``HISTORY_WINDOW`` runs. An archive page or a chart whose inputs are unchanged (same
 runs, same renderer: their *signature*, kept in the manifest's ``lists``) is linked from the old site, not drawn
 again; a group's steps are kept there too. Digests and history points come from the digests the build holds
-(pages drawn now, carried pages), else from the store's catalog.
+(pages drawn now, carried pages), else from the store's catalog; a build that only adds runs takes the other runs'
+history points from the old site's windows (:mod:`reportgen.site.windows`).
 """
 
 from __future__ import annotations
@@ -78,13 +79,19 @@ def digests_of(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan) -> list[R
     return out
 
 
-def history_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, window: int
+def history_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_site: Path, window: int
                    ) -> tuple[list[GroupPoint], dict[str, int]]:
-    """The history points of ``run_ids`` in each group's latest ``window`` runs (from the digests the build holds,
-    else from the catalog, which reads no more than the window), and each group's number of runs."""
-    from_catalog = set(run_ids).difference(runs.digests)
-    points, totals = plan.catalog.latest_points(from_catalog, window) if from_catalog and plan.catalog else ([], {})
-    own = [p for i in run_ids if (d := runs.digests.get(i)) is not None for p in group_points(d)]
+    """The history points of ``run_ids`` in each group's latest ``window`` runs, and each group's number of runs:
+    the old site's windows (:mod:`reportgen.site.windows`, when this build only adds runs) or else the catalog
+    (which reads no more than the window) for the runs whose digest the build does not hold, and the digests the
+    build holds (pages drawn now, carried) for the others."""
+    kept = windows.old_windows(run_ids, runs, plan, old_site)
+    if kept is not None:
+        points, totals, covered = kept
+    else:
+        covered = set(run_ids).difference(runs.digests)
+        points, totals = plan.catalog.latest_points(covered, window) if covered and plan.catalog else ([], {})
+    own = [p for i in run_ids if i not in covered and (d := runs.digests.get(i)) is not None for p in group_points(d)]
     for key, count in run_counts(own).items():
         totals[key] = totals.get(key, 0) + count
     return points + own, totals
@@ -141,8 +148,7 @@ def history_charts(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, root:
     """The index's history groups (latest ``HISTORY_WINDOW`` runs each), with charts drawn only where they changed."""
     from reportgen.render.history_plot import history_chart
 
-    carried = windows.carried_points(run_ids, runs, plan, old_site)
-    points, totals = carried if carried is not None else history_points(run_ids, runs, plan, HISTORY_WINDOW)
+    points, totals = history_points(run_ids, runs, plan, old_site, HISTORY_WINDOW)
     groups = groups_from_points(points, HISTORY_WINDOW, totals)
     by_key: dict[str, list[GroupPoint]] = {}
     for p in points:

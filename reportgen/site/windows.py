@@ -21,7 +21,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from reportgen.analysis.history import GroupPoint, HistoryGroup, group_points, run_counts
+from reportgen.analysis.history import GroupPoint, HistoryGroup
 from reportgen.site.manifest import SiteRuns
 from reportgen.site.plan import SitePlan
 from reportgen.store.files import read_regular
@@ -56,10 +56,11 @@ def state(plan: SitePlan) -> dict[str, object]:
     return {"schema_version": SCHEMA_VERSION, "renderer_version": plan.renderer_version, "withdrawn": withdrawn}
 
 
-def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_site: Path
-                   ) -> tuple[list[GroupPoint], dict[str, int]] | None:
-    """The history points (each group's old window, and the new runs') and each group's number of runs, when this
-    build only adds runs to the old site's; None when the catalog must be read."""
+def old_windows(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_site: Path
+                ) -> tuple[list[GroupPoint], dict[str, int], set[str]] | None:
+    """Each group's old window and number of runs, and the runs they cover (those the old site listed), when this
+    build only adds runs to the old site's (each new run's points are then in its digest); None when the catalog
+    must be read."""
     old_groups = plan.old_lists.get("history")
     if plan.verify or plan.old_lists.get(STATE_KEY) != state(plan) or not isinstance(old_groups, dict):
         return None
@@ -70,8 +71,7 @@ def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
         return None  # a run left the lists
     if any(p.run_id in old.sha256 and old.sha256[p.run_id] != runs.sha256.get(p.run_id) for p in plan.render):
         return None  # a listed run drawn again from a changed run.json: its points may have changed
-    new = listed.difference(old.sha256)
-    if not all(i in runs.digests for i in new):
+    if not all(i in runs.digests for i in listed.difference(old_listed)):
         return None
     points: list[GroupPoint] = []
     totals: dict[str, int] = {}
@@ -81,10 +81,7 @@ def carried_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
             return None
         points += found[0]
         totals[key] = found[1]
-    fresh = [p for i in sorted(new) for p in group_points(runs.digests[i])]
-    for key, count in run_counts(fresh).items():
-        totals[key] = totals.get(key, 0) + count
-    return points + fresh, totals
+    return points, totals, old_listed
 
 
 def write(path: Path, group: HistoryGroup, points: Sequence[GroupPoint]) -> None:

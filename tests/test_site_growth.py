@@ -194,3 +194,40 @@ def test_retired_runs_are_all_but_the_latest_of_each_series() -> None:
             series = sorted((created[i], i) for i in ids if keys[i] == key)
             expected.update(i for _, i in series[: max(0, len(series) - keep)])
         assert plan.retired_runs(keys, created, keep) == expected
+
+
+def test_a_build_pauses_the_collector_while_it_plans_and_its_workers_collect(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build process plans and lists with Python's cyclic collector paused, and turns it back on after; the
+    workers it forks meanwhile collect (pages make cyclic garbage: a worker without its collector grows)."""
+    import gc
+
+    from reportgen.site import build, workers
+
+    store = _store(tmp_path, 2 * workers.MIN_PAGES_PER_WORKER)
+    seen: dict[str, object] = {}
+    gather = build.gather
+
+    def watched_gather(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen["planning"] = gc.isenabled()
+        seen["workers"] = workers.pool_map(_collector_on, list(range(2 * workers.MIN_PAGES_PER_WORKER)), jobs=2)
+        return gather(*args, **kwargs)
+
+    monkeypatch.setattr(build, "gather", watched_gather)
+    assert gc.isenabled()
+    build.build_site(store, tmp_path / "site", "/", jobs=2)
+    assert seen == {"planning": False, "workers": [True] * 2 * workers.MIN_PAGES_PER_WORKER}
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that had it off finds it off
+        with workers.collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def _collector_on(_item: int) -> bool:
+    import gc
+
+    return gc.isenabled()

@@ -9,7 +9,7 @@ answers the build's questions (each run's hash, time and series; which part hold
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +113,10 @@ class Rows(Mapping[str, Entry]):
 
     def __contains__(self, run_id: object) -> bool:
         return run_id in self._owner
+
+    def ids(self) -> KeysView[str]:
+        """The run ids, as a view a set operation takes in C (``in`` per id would be a Python call each)."""
+        return self._owner.keys()
 
     def part_of(self, run_id: str) -> Part | None:
         """The part a run's row is read from (None: not written, or no such run)."""

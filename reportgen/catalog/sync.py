@@ -165,12 +165,13 @@ def sync(store: Path, listing: StoreListing | None = None, *, verify: bool = Tru
     if listing is None:
         listing = list_store(store)  # first: a store that cannot be listed is named as the store, not its catalog
     parts, known = _read_retrying(lambda: _current_rows(folder))
-    stale = [n for n in listing.names if n not in known or n in listing.links]
+    names = set(listing.names)
+    stale = list(listing.links.union(names.difference(known.ids())))  # set operations: no Python step per run
     if verify:
         root = os.fspath(store)
         stale += [n for n in listing.names if n in known and n not in listing.links
                   and not _unchanged(known[n].run, os.path.join(root, n, RUN_FILE))]
-    entries = known.only(set(listing.names).difference(stale))
+    entries = known.only(names.difference(stale))
     added, problems = _read_bundles(listing, sorted(stale), mapper)
     for row, _ in added:
         entries.put(Entry(row, None))

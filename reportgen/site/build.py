@@ -48,7 +48,14 @@ from reportgen.site.pages import (
     write_static,
 )
 from reportgen.site.plan import SitePlan, carried_site_run, gather, load_latest
-from reportgen.site.workers import BackgroundChild, HereChild, background_child, default_jobs, render_workers
+from reportgen.site.workers import (
+    BackgroundChild,
+    HereChild,
+    background_child,
+    collector_paused,
+    default_jobs,
+    render_workers,
+)
 from reportgen.store.atomic import make_folders
 from reportgen.store.loader import check_store_has_runs
 from reportgen.store.outputs import MANIFEST_FILE, NOJEKYLL, SITE_MARKERS
@@ -110,7 +117,7 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     stamp = manifest_stamp(out)
     old = read_old_site(out)  # refuse a folder that is not a site before the lock file is made
     make_folders(out.parent)
-    with fs.exclusive_lock(out), background_child(write_pages, warm_up, fork=jobs > 1) as drawer:
+    with fs.exclusive_lock(out), background_child(write_pages, warm_up, fork=jobs > 1) as drawer, collector_paused():
         fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
         if stamp is None or manifest_stamp(out) != stamp:  # another build swapped the site in meanwhile
             old = read_old_site(out)

@@ -16,6 +16,7 @@ nothing else declares them, but for the two marker files (``manifest.json``, ``.
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -158,7 +159,8 @@ class SiteRuns:
         return len(self.sha256)
 
     def count(self, origin: PageOrigin) -> int:
-        return sum(1 for o in self.origin.values() if o is origin)
+        """How many pages came from ``origin`` (counted in C: a build asks three times of 10,000 runs)."""
+        return operator.countOf(self.origin.values(), origin)
 
     def by_time(self) -> list[str]:
         """The run ids, oldest first (by time, then id): sorted by id, then by time (a stable sort of strings, twice

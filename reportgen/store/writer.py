@@ -117,8 +117,9 @@ def remove_stale_temp_dirs(folder: Path, prefix: str = TMP_PREFIX, dry_run: bool
     """
     own = f"{prefix}{temp_owner_tag().rsplit('-p', 1)[0]}-p"
     removed = []
-    for p in sorted(folder.iterdir()) if folder.is_dir() else []:
-        pid = p.name[len(own):].split("-", 1)[0] if p.name.startswith(own) else ""
+    # names, not a Path per entry: every stored run calls this on a store that may hold 100,000 runs
+    for name in sorted(n for n in os.listdir(folder) if n.startswith(own)) if folder.is_dir() else []:
+        pid, p = name[len(own):].split("-", 1)[0], folder / name
         if not pid.isdigit() or p.is_symlink() or not p.is_dir():
             continue
         if not _pid_alive(int(pid)):

@@ -1,0 +1,71 @@
+"""Storing one run into stores of different sizes: ``write_bundle``, what ``profile``, ``import`` and ``ab`` call for
+each run they store, timed in a fresh process per write (medians of ``--repeat``), for each ``--code`` checkout, e.g.
+
+    .venv/bin/python benchmarks/store_one_run.py --store STORE1 --store STORE2 --code /tmp/base --code . --repeat 7
+
+Each write goes into a hard-linked copy of the store (bundles are never changed in place), of a synthetic run as
+``bench_site.py`` makes them; codes and stores alternate, so a busy machine slows every cell alike. Wall times of the
+write alone (the process's imports excluded); what grows from the small store to the big one is the work a write
+does per stored run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CHILD = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+import bench_site
+from reportgen.store.loader import load_run
+template = load_run(bench_site.TEMPLATE)
+traces = {v.trace_path: (bench_site.TEMPLATE / v.trace_path).read_bytes() for v in template.variants if v.trace_path}
+run = bench_site.synthetic(template, int(sys.argv[2]))
+start = time.perf_counter()
+bench_site.write_bundle(Path(sys.argv[1]), run, dict(traces))
+print(time.perf_counter() - start)
+"""
+
+
+def one_write(store: Path, code: Path, number: int, work: Path) -> float:
+    """Seconds to store run ``number`` into a copy of ``store`` with the reportgen of ``code``."""
+    copy = work / "store"
+    shutil.rmtree(copy, ignore_errors=True)
+    subprocess.run(["cp", "-al", str(store), str(copy)], check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD, str(copy), str(number), str(Path(__file__).parent)],
+                         check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(code)})
+    shutil.rmtree(copy)
+    return float(out.stdout.split()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--store", type=Path, action="append", required=True)
+    parser.add_argument("--code", type=Path, action="append", default=None, help="a reportgen checkout (default: .)")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    codes = [c.resolve() for c in args.code or [Path(".")]]
+    cells: dict[tuple[Path, Path], list[float]] = {}
+    with tempfile.TemporaryDirectory(dir=args.store[0].parent) as tmp:  # beside the stores: hard links need one disk
+        for k in range(args.repeat):
+            for store in args.store:
+                for code in codes:
+                    cells.setdefault((store, code), []).append(one_write(store, code, 900_000 + k, Path(tmp)))
+    print("| store | runs | code | one write, median (ms) | range (ms) |\n|---|---|---|---|---|")
+    for (store, code), times in cells.items():
+        runs = sum(1 for n in os.listdir(store) if not n.startswith("."))
+        ms = sorted(t * 1000 for t in times)
+        print(f"| {store} | {runs} | {code} | {statistics.median(ms):.1f} | {ms[0]:.1f}-{ms[-1]:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

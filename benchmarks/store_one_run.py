@@ -3,8 +3,9 @@ each run they store, timed in a fresh process per write (medians of ``--repeat``
 
     .venv/bin/python benchmarks/store_one_run.py --store STORE1 --store STORE2 --code /tmp/base --code . --repeat 7
 
-Each write goes into a hard-linked copy of the store (bundles are never changed in place), of a synthetic run as
-``bench_site.py`` makes them; codes and stores alternate, so a busy machine slows every cell alike. Wall times of the
+The writes of a round go into one hard-linked copy of each store (bundles are never changed in place; each code's
+write adds one run), of synthetic runs as ``bench_site.py`` makes them; codes alternate which writes first, and
+stores and rounds alternate, so a busy machine slows every cell alike. Wall times of the
 write alone (the process's imports excluded); what grows from the small store to the big one is the work a write
 does per stored run.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 CHILD = """
 import sys, time
 from pathlib import Path
+import reportgen.store.writer  # from PYTHONPATH (the code measured), before bench_site puts this checkout first
 sys.path.insert(0, sys.argv[3])
 import bench_site
 from reportgen.store.loader import load_run
@@ -32,17 +34,15 @@ run = bench_site.synthetic(template, int(sys.argv[2]))
 start = time.perf_counter()
 bench_site.write_bundle(Path(sys.argv[1]), run, dict(traces))
 print(time.perf_counter() - start)
+assert bench_site.write_bundle.__module__ == "reportgen.store.writer" and reportgen.store.writer.__file__.startswith(
+    sys.argv[4]), reportgen.store.writer.__file__
 """
 
 
-def one_write(store: Path, code: Path, number: int, work: Path) -> float:
-    """Seconds to store run ``number`` into a copy of ``store`` with the reportgen of ``code``."""
-    copy = work / "store"
-    shutil.rmtree(copy, ignore_errors=True)
-    subprocess.run(["cp", "-al", str(store), str(copy)], check=True)
-    out = subprocess.run([sys.executable, "-c", CHILD, str(copy), str(number), str(Path(__file__).parent)],
+def one_write(copy: Path, code: Path, number: int) -> float:
+    """Seconds to store run ``number`` into the store ``copy`` with the reportgen of ``code``."""
+    out = subprocess.run([sys.executable, "-c", CHILD, str(copy), str(number), str(Path(__file__).parent), str(code)],
                          check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(code)})
-    shutil.rmtree(copy)
     return float(out.stdout.split()[-1])
 
 
@@ -55,10 +55,14 @@ def main() -> int:
     codes = [c.resolve() for c in args.code or [Path(".")]]
     cells: dict[tuple[Path, Path], list[float]] = {}
     with tempfile.TemporaryDirectory(dir=args.store[0].parent) as tmp:  # beside the stores: hard links need one disk
+        copy = Path(tmp) / "store"
         for k in range(args.repeat):
             for store in args.store:
-                for code in codes:
-                    cells.setdefault((store, code), []).append(one_write(store, code, 900_000 + k, Path(tmp)))
+                subprocess.run(["cp", "-al", str(store), str(copy)], check=True)
+                order = codes if k % 2 == 0 else codes[::-1]  # each code writes first in every other round
+                for j, code in enumerate(order):
+                    cells.setdefault((store, code), []).append(one_write(copy, code, 900_000 + 10 * k + j))
+                shutil.rmtree(copy)
     print("| store | runs | code | one write, median (ms) | range (ms) |\n|---|---|---|---|---|")
     for (store, code), times in cells.items():
         runs = sum(1 for n in os.listdir(store) if not n.startswith("."))

@@ -87,6 +87,7 @@ def warn_on_stderr(message: str) -> None:
     print(f"reportgen: warning: {message}", file=sys.stderr)
 
 
+@collector_paused()  # the whole build: its forked children collect again (workers.worker_init)
 def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
                warn: Callable[[str], None] = warn_on_stderr, *, strict: bool = False,
                keep_traces: int | None = None, verify: bool = False,
@@ -117,7 +118,7 @@ def build_site(store: Path, out: Path, base_url: str, jobs: int | None = None,
     stamp = manifest_stamp(out)
     old = read_old_site(out)  # refuse a folder that is not a site before the lock file is made
     make_folders(out.parent)
-    with fs.exclusive_lock(out), background_child(write_pages, warm_up, fork=jobs > 1) as drawer, collector_paused():
+    with fs.exclusive_lock(out), background_child(write_pages, warm_up, fork=jobs > 1) as drawer:
         fs.clear_leftovers(out, Path(MANIFEST_FILE), RUNS_DIR)
         if stamp is None or manifest_stamp(out) != stamp:  # another build swapped the site in meanwhile
             old = read_old_site(out)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CHILD = """
@@ -63,6 +65,8 @@ def main() -> int:
                 for j, code in enumerate(order):
                     cells.setdefault((store, code), []).append(one_write(copy, code, 900_000 + 10 * k + j))
                 shutil.rmtree(copy)
+    print(f"{' '.join(['benchmarks/store_one_run.py', *sys.argv[1:]])}; {platform.platform()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}; {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
     print("| store | runs | code | one write, median (ms) | range (ms) |\n|---|---|---|---|---|")
     for (store, code), times in cells.items():
         runs = sum(1 for n in os.listdir(store) if not n.startswith("."))

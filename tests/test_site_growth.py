@@ -231,3 +231,13 @@ def _collector_on(_item: int) -> bool:
     import gc
 
     return gc.isenabled()
+
+
+def test_counts_of_a_large_site_are_written_with_thousands_separators() -> None:
+    """A 100,005-run site's archive says "Runs 100,001 to 100,005", not "100001 to 100005"."""
+    from reportgen.render.jinja import render_html
+
+    pages = lists.archive_pages(100_005)
+    html = render_html("archive.html", runs=[], page=pages[-1], archive=pages, run_count=100_005, root="../")
+    assert "<h1>Runs 100,001 to 100,005</h1>" in html and "100,005 run(s) in all" in html
+    assert f"runs {(pages[-2].first):,}–{(pages[-2].last):,}</a>" in html and pages[-2].last == 100_000

@@ -7,7 +7,9 @@
 Each add builds a hard-linked copy of a store (one synthetic run added, as bench_site.py makes them) and of its
 site, in one process (jobs=1, the new page drawn here), with the renderer version held to the one the site's
 manifest names (as pinned_add.py does), so code changed since the site was built redraws nothing. A stage's time
-includes the stages it calls; a stage called twice is summed. Wall times on a shared machine: the two sizes are
+includes the stages it calls; a stage called twice is summed; "python's cyclic collector" sums the collections run in
+the build process (a ``gc.callbacks`` hook), within whichever stages they fell. The code measured is the one Python
+imports: this checkout's, or a worktree's first on PYTHONPATH. Wall times on a shared machine: the two sizes are
 measured alternately, and the differences between them, not the absolute times, are what to read.
 """
 
@@ -60,6 +62,16 @@ for module, name, label in (
         (build, "digests_of", "lists: index digests"), (build, "write_index", "lists: index page"),
         (build, "write_manifest", "write the manifest"), (fs, "commit", "swap the site in")):
     timed(module, name, label)
+import gc
+collecting = [0.0]
+
+def collector(phase, info):  # Python's cyclic collector, each time it runs in the build process
+    if phase == "start":
+        collecting[0] = time.perf_counter()
+    else:
+        times["python's cyclic collector"] = times.get("python's cyclic collector", 0.0) + time.perf_counter() - collecting[0]
+
+gc.callbacks.append(collector)
 start = time.perf_counter()
 build.build_site(store, site, "/", jobs=1, keep_traces=20)
 times["build_site (whole)"] = time.perf_counter() - start

@@ -85,7 +85,7 @@ def history_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
     the old site's windows (:mod:`reportgen.site.windows`, when this build only adds runs) or else the catalog
     (which reads no more than the window) for the runs whose digest the build does not hold, and the digests the
     build holds (pages drawn now, carried) for the others."""
-    kept = windows.old_windows(run_ids, runs, plan, old_site)
+    kept = windows.old_windows(run_ids, runs, plan, plan.old_lists.get("history"), old_site / HISTORY_DIR)
     if kept is not None:
         points, totals, covered = kept
     else:

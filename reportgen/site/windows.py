@@ -12,6 +12,7 @@ counts), not proven; ``build --verify`` reads the catalog.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -32,9 +33,8 @@ WINDOW_SUFFIX = ".window.json"
 SCHEMA_VERSION = 1
 STATE_KEY = "history_windows"
 """The manifest's ``lists`` entry saying what the windows were computed from (:func:`state`)."""
-FIELDS = ("key", "device", "where", "scenario", "parameters", "run_id", "created_utc", "git_sha", "variant_index",
-          "variant", "median_us", "ci_low_us", "ci_high_us", "speedup")
-"""GroupPoint's fields, in order: a window file's columns."""
+FIELDS = tuple(f.name for f in dataclasses.fields(GroupPoint))
+"""GroupPoint's fields, in order: a window file's columns (each with its value types in ``_TYPES``)."""
 LIMITS = Limits(max_bytes=64 * 1024 * 1024)
 _TYPES: dict[str, set[type]] = {
     "key": {str}, "device": {str}, "where": {str}, "scenario": {str}, "parameters": {list}, "run_id": {str},
@@ -56,12 +56,11 @@ def state(plan: SitePlan) -> dict[str, object]:
     return {"schema_version": SCHEMA_VERSION, "renderer_version": plan.renderer_version, "withdrawn": withdrawn}
 
 
-def old_windows(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_site: Path
+def old_windows(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_groups: object, folder: Path
                 ) -> tuple[list[GroupPoint], dict[str, int], set[str]] | None:
     """Each group's old window and number of runs, and the runs they cover (those the old site listed), when this
     build only adds runs to the old site's (each new run's points are then in its digest); None when the catalog
-    must be read."""
-    old_groups = plan.old_lists.get("history")
+    must be read. ``old_groups``: the old manifest's history entries; ``folder``: the old site's history folder."""
     if plan.verify or plan.old_lists.get(STATE_KEY) != state(plan) or not isinstance(old_groups, dict):
         return None
     listed = set(run_ids)
@@ -76,7 +75,7 @@ def old_windows(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_site
     points: list[GroupPoint] = []
     totals: dict[str, int] = {}
     for key, entry in old_groups.items():
-        found = _read(old_site, key, entry, old_listed)
+        found = _read(folder, key, entry, old_listed)
         if found is None:
             return None
         points += found[0]
@@ -99,13 +98,13 @@ def _order(p: GroupPoint) -> tuple[str, str, int, str, float]:
     return (p.created_utc, p.run_id, p.variant_index, p.variant or "", -1.0 if p.median_us is None else p.median_us)
 
 
-def _read(old_site: Path, key: object, entry: object, listed: set[str]) -> tuple[list[GroupPoint], int] | None:
+def _read(folder: Path, key: object, entry: object, listed: set[str]) -> tuple[list[GroupPoint], int] | None:
     """One old group's window points and run count; None when its file is missing or not what it should be."""
     name = entry.get("window") if isinstance(entry, dict) else None
     if not isinstance(key, str) or not isinstance(name, str) or os.sep in name or not name.endswith(WINDOW_SUFFIX):
         return None
     try:
-        path = old_site / "history" / name
+        path = folder / name
         if path.is_symlink():  # a site's files are its own: a link is not one reportgen wrote
             return None
         raw = read_regular(path, LIMITS.max_bytes)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 from collections.abc import Sequence
@@ -90,12 +89,15 @@ def list_store(store: Path) -> StoreListing:
         return StoreListing(store, (), frozenset())
     if not store.is_dir():
         raise BundleError(f"{store}: is not a folder; pass --store a results folder")
+    names: list[str] = []
+    links: list[str] = []
     with os.scandir(store) as entries:  # the directory's own entry types: no stat per run on most file systems
-        found = list(entries)
-    links = [e.name for e in found if e.is_symlink()]
-    names = sorted([e.name for e in found if e.is_dir(follow_symlinks=False)] + links)
-    del names[bisect.bisect_left(names, "."): bisect.bisect_left(names, "/")]  # hidden (and temporary) folders
-    return StoreListing(store, tuple(names), frozenset(n for n in links if not n.startswith(".")))
+        for e in entries:
+            if _is_run_folder(e):
+                names.append(e.name)
+                if e.is_symlink():
+                    links.append(e.name)
+    return StoreListing(store, tuple(sorted(names)), frozenset(links))
 
 
 def _is_run_folder(entry: os.DirEntry[str]) -> bool:

@@ -14,6 +14,7 @@ from factories import chrome_trace, synthetic_run, variant
 
 from reportgen.catalog.table import CATALOG_DIR
 from reportgen.model.run import OpRow, Run, VariantStatus
+from reportgen.store.writer import STAGING_DIR
 
 # A payload that executes sets window.__pwned; one that loads sets nothing but makes a request to port 1.
 PAYLOADS = (
@@ -113,9 +114,10 @@ def _file_hash(path: Path) -> str:
 
 
 def stray_temp_entries(*folders: Path) -> list[str]:
-    """Names of leftover temporary folders (``.tmp-*``, ``.site-tmp-*``, ``.site-old-*``) in ``folders``."""
+    """Names of leftover temporary folders (``.tmp-*``, ``.site-tmp-*``, ``.site-old-*``) in ``folders`` and in their
+    staging folders (``.tmp``, where a store's writers write)."""
     found = []
-    for folder in folders:
+    for folder in (*folders, *(f / STAGING_DIR for f in folders)):
         if folder.is_dir():
             found += [f"{folder}/{p.name}" for p in folder.iterdir()
                       if p.name.startswith((".tmp-", ".site-tmp-", ".site-old-"))]

@@ -115,3 +115,52 @@ def test_path_helpers_are_safe() -> None:
     assert "/" not in safe_component("a/../b") and ".." not in safe_component("../x")
     assert safe_component("naive") == "naive"
     assert safe_component("a/b") != safe_component("a_b")
+
+
+def test_a_write_lists_the_staging_folder_not_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storing a run looks for what killed writers left in ``<store>/.tmp`` only: a listing of the store would cost
+    every write into a 100,000-run store 50 ms. A dead writer's folder there is removed, a live one's kept."""
+    import os
+
+    from reportgen.store import writer
+
+    store = tmp_path / "results"
+    write_synthetic(store, synthetic_run(run_id="20261130T000000Z-cpu-a-000001"))
+    (store / writer.STAGING_DIR).mkdir()
+    host = writer.temp_owner_tag().rsplit("-p", 1)[0]
+    dead, live = f".tmp-{host}-p{2**22 + 7}-x-abcd", f".tmp-{host}-p{os.getpid()}-x-abcd"
+    for name in (dead, live):
+        (store / writer.STAGING_DIR / name).mkdir()
+    listed: list[str] = []
+    for name in ("listdir", "scandir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda path=".", _real=real: _real(path) if isinstance(path, int)  # rmtree's
+                            else listed.append(os.fspath(path)) or _real(path))
+    write_synthetic(store, synthetic_run(run_id="20261130T000000Z-cpu-a-000002"))
+    monkeypatch.undo()
+    assert listed == [str(store / writer.STAGING_DIR)]
+    assert sorted(p.name for p in (store / writer.STAGING_DIR).iterdir()) == [live]
+    assert sorted(p.name for p in store.iterdir()) == [writer.STAGING_DIR, "20261130T000000Z-cpu-a-000001",
+                                                      "20261130T000000Z-cpu-a-000002"]
+
+
+def test_a_writer_makes_the_staging_folder_again_when_a_finishing_writer_removed_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each writer removes the staging folder when it leaves it empty; one that made it just before finds it gone
+    when it makes its own folder there, makes it again, and stores its run."""
+    from reportgen.store import writer
+
+    store = tmp_path / "results"
+    made = writer.make_folders
+    removed: list[int] = []
+
+    def made_then_removed(folder: Path) -> None:
+        made(folder)
+        if len(removed) < 3:  # another writer finishes between this one's mkdir and its temporary folder, 3 times
+            removed.append(1)
+            writer.release_staging(store)
+
+    monkeypatch.setattr(writer, "make_folders", made_then_removed)
+    folder = write_synthetic(store, synthetic_run())
+    assert load_run(folder) == synthetic_run() and len(removed) == 3
+    assert [p.name for p in store.iterdir()] == [folder.name]  # the staging folder removed after, empty

@@ -23,6 +23,7 @@ from hostile import tree_hash, write_trace
 
 from reportgen.site import build_site, renderer_version
 from reportgen.store.loader import load_store
+from reportgen.store.writer import STAGING_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = "1800000000"
@@ -160,7 +161,7 @@ def test_build_while_runs_are_imported(world: tuple[Path, Path], tmp_path: Path,
     # 1. the import stopped just before its bundle is renamed into place (its temporary folder is in the store)
     imp = _start_paused("reportgen.store.writer:_fsync_dir", "import", str(traces / "r0.json"), "--store", str(store),
                         "--label", "concurrent 0")
-    assert [p for p in store.iterdir() if p.name.startswith(".tmp-")]
+    assert [p for p in (store / STAGING_DIR).iterdir() if p.name.startswith(".tmp-")]
     code_b, _, err_b = _finish(_start("build", "--runs", str(store), "--out", str(site)))
     assert code_b == 0, err_b
     assert set(assert_site_is_a_fresh_build_of_its_runs(site, store, tmp_path / "scratch", monkeypatch)) == before

@@ -3,17 +3,20 @@ they change, run folders carried over without copies, and a retention policy for
 
 from __future__ import annotations
 
+import collections
 import gzip
 import json
 import os
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from factories import synthetic_run, write_synthetic
 from test_site import _assert_links_resolve
 
+import reportgen
 from reportgen import site
 from reportgen.cli import main
 from reportgen.errors import UsageError
@@ -241,3 +244,59 @@ def test_counts_of_a_large_site_are_written_with_thousands_separators() -> None:
     html = render_html("archive.html", runs=[], page=pages[-1], archive=pages, run_count=100_005, root="../")
     assert "<h1>Runs 100,001 to 100,005</h1>" in html and "100,005 run(s) in all" in html
     assert f"runs {(pages[-2].first):,}–{(pages[-2].last):,}</a>" in html and pages[-2].last == 100_000
+
+
+PER_RUN_STEPS = {("store/loader.py", "list_store"), ("store/loader.py", "_is_run_folder"),
+                 ("store/layout.py", "is_valid_run_id")}
+"""The only Python code an add runs once per stored run: reading the store's directory entry by entry (the kernel's
+listing costs more than these steps; a listing in bulk filters was slower) and checking the manifest's run ids."""
+
+
+def _minute_run(i: int, shape: str):  # type: ignore[no-untyped-def]
+    return synthetic_run(run_id=f"20261130T{i // 60:02d}{i % 60:02d}00Z-cpu-grow-{i:06d}",
+                         created_utc=f"2026-11-30T{i // 60:02d}:{i % 60:02d}:00Z",
+                         times_us={"naive": 100.0, "fused": 60.0, "compiled": 30.0}, shape=shape)
+
+
+def _lines_run_by_an_add(folder: Path, stored: int) -> collections.Counter[tuple[str, str, int]]:
+    """How often each line of reportgen (templates too) runs in a build that adds one run to a site of ``stored``
+    runs (two series, traces kept for the latest 3 of each), by (file, function, line)."""
+    store, out = folder / "results", folder / "site"
+    for i in range(stored):
+        write_synthetic(store, _minute_run(i, ("4,64", "8,128")[i % 2]))
+    site.build_site(store, out, "/", jobs=1, keep_traces=3)
+    write_synthetic(store, _minute_run(stored, "4,64"))
+    package = str(Path(reportgen.__file__).parent) + os.sep
+    counts: collections.Counter[tuple[str, str, int]] = collections.Counter()
+
+    def lines(frame, event, _arg):  # type: ignore[no-untyped-def]
+        if event == "line":
+            code = frame.f_code
+            counts[(code.co_filename.removeprefix(package), code.co_name, frame.f_lineno)] += 1
+        return lines
+
+    def calls(frame, _event, _arg):  # type: ignore[no-untyped-def]
+        return lines if frame.f_code.co_filename.startswith(package) else None
+
+    sys.settrace(calls)
+    try:
+        result = site.build_site(store, out, "/", jobs=1, keep_traces=3)
+    finally:
+        sys.settrace(None)
+    assert (result.rendered, result.reused, result.runs_total) == (2, stored - 1, stored + 1)  # new + one retired
+    return counts
+
+
+def test_an_add_runs_no_python_step_per_stored_run_but_the_listing(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adding one run to a site of 40 runs and to one of 80 runs: a line that runs once more per stored run (40 more
+    times) is a Python step per stored run, which a 100,000-run store pays 100,000 times; only PER_RUN_STEPS may.
+    Archive pages of 10 runs: a step per page grows by 4."""
+    monkeypatch.setattr(lists, "ARCHIVE_PAGE_RUNS", 10)
+    monkeypatch.setattr(lists, "HISTORY_WINDOW", 5)
+    monkeypatch.setattr("reportgen.site.build.INDEX_RUNS", 4)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")
+    small, big = _lines_run_by_an_add(tmp_path / "40", 40), _lines_run_by_an_add(tmp_path / "80", 80)
+    per_run = {(f, fn) for (f, fn, line), n in big.items() if n - small.get((f, fn, line), 0) >= 40}
+    assert ("store/loader.py", "list_store") in per_run  # the count sees a step per stored run
+    assert per_run <= PER_RUN_STEPS, sorted(per_run - PER_RUN_STEPS)

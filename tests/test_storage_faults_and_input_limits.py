@@ -31,7 +31,7 @@ from reportgen.store import writer
 from reportgen.store.layout import RUN_FILE
 from reportgen.store.loader import load_store, load_store_tolerant
 from reportgen.store.runjson import run_to_json
-from reportgen.store.writer import temp_owner_tag
+from reportgen.store.writer import STAGING_DIR, temp_owner_tag
 from reportgen.traces import staging
 
 RUN_A = "20261130T000000Z-cpu-test-abc123"
@@ -110,7 +110,7 @@ def test_import_does_not_hang_when_the_disk_fills_while_the_gzip_copy_closes(
     code = _finishes(lambda: main(["import", str(trace), "--store", str(store)]))
     msg = one_error(capsys)
     assert code == 3
-    assert msg.startswith(f"{store}/.tmp-") and "No space left on device" in msg
+    assert msg.startswith(f"{store}/{STAGING_DIR}/.tmp-") and "No space left on device" in msg
     assert snapshot(store) == before
 
 
@@ -129,7 +129,7 @@ def test_import_into_a_full_store_is_one_line_naming_the_path(
     monkeypatch.setattr(writer, "_write_member", full)
     assert main(["import", str(trace), "--store", str(store)]) == 3
     msg = one_error(capsys)
-    assert msg.startswith(f"{store}/.tmp-") and msg.endswith(
+    assert msg.startswith(f"{store}/{STAGING_DIR}/.tmp-") and msg.endswith(
         "/run.json: cannot write (No space left on device); free some space or choose another folder")
     assert snapshot(store) == before
 
@@ -145,8 +145,8 @@ def test_import_into_a_read_only_store_is_one_line_naming_the_path(
 
     monkeypatch.setattr(writer.tempfile, "mkdtemp", read_only)
     assert main(["import", str(trace), "--store", str(store)]) == 3
-    assert one_error(capsys) == (f"{store}: cannot write (Read-only file system); choose another folder")
-    assert snapshot(store) == before
+    assert one_error(capsys) == (f"{store}/{STAGING_DIR}: cannot write (Read-only file system); choose another folder")
+    assert snapshot(store) == before  # the staging folder made for the import is removed again
 
 
 def test_import_into_a_store_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,7 +218,7 @@ def test_profile_with_a_full_store_keeps_the_measurement_and_says_where(
     real = writer._write_member
 
     def full(root: Path, rel: str, content: object) -> None:
-        if root.parent == store:
+        if root.parent == store / STAGING_DIR:
             raise _enospc(root / rel)
         real(root, rel, content)  # type: ignore[arg-type]
 
@@ -229,7 +229,7 @@ def test_profile_with_a_full_store_keeps_the_measurement_and_says_where(
     kept = system_tmp / "reportgen-unsaved-runs"
     (run,) = load_store(kept)
     assert [v.name for v in run.variants] == ["double"]
-    assert msg.startswith(f"{store}/.tmp-") and msg.endswith(
+    assert msg.startswith(f"{store}/{STAGING_DIR}/.tmp-") and msg.endswith(
         f"cannot write (No space left on device); the run was saved to {kept / run.run_id} instead: move that "
         "folder into the store when there is room")
     assert stray_temp_entries(system_tmp, store) == []

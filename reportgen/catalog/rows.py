@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 from reportgen.catalog.table import LISTING_COLUMNS, CatalogRun, Part
@@ -154,9 +155,12 @@ class Rows(Mapping[str, Entry]):
         return out
 
     def in_parts(self, parts: Collection[Part]) -> list[str]:
-        """The runs whose current row is read from one of ``parts``."""
+        """The runs whose current row is read from one of ``parts`` (none: a write that merges nothing asks for no
+        step per run; else the owners are picked in C)."""
+        if not parts:
+            return []
         where = {k for k, (p, _, _) in enumerate(self._parts) if p in parts}
-        return [i for i, k in self._owner.items() if k in where] + [
+        return list(compress(self._owner, map(where.__contains__, self._owner.values()))) + [
             i for i, e in self._made.items() if e.part is not None and e.part in parts]
 
     def by_part(self, run_ids: Iterable[str]) -> dict[Part, list[str]]:

@@ -91,7 +91,9 @@ def history_points(run_ids: Sequence[str], runs: SiteRuns, plan: SitePlan, old_s
     else:
         covered = set(run_ids).difference(runs.digests)
         points, totals = plan.catalog.latest_points(covered, window) if covered and plan.catalog else ([], {})
-    own = [p for i in run_ids if i not in covered and (d := runs.digests.get(i)) is not None for p in group_points(d)]
+    held = runs.digests.keys() - covered  # the few drawn now or carried: no step per listed run
+    held.intersection_update(run_ids)
+    own = [p for i in sorted(held, key=lambda i: (runs.created_utc[i], i)) for p in group_points(runs.digests[i])]
     for key, count in run_counts(own).items():
         totals[key] = totals.get(key, 0) + count
     return points + own, totals

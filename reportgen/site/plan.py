@@ -155,7 +155,8 @@ def gather(store: Path, out: Path, old: OldSite, keep_traces: int | None = None,
         reused = {i for i in reused if os.path.isfile(os.path.join(pages, i, RUN_PAGE))}
     published = SiteRuns()
     published.add_reused(reused, sha256, created, version, retired)
-    render = tuple(PlannedRun(n, store, _fallback(n, out, old)) for n in listing.names if n not in reused)
+    drawn = sorted(set(listing.names).difference(reused))  # in C: no step per stored run
+    render = tuple(PlannedRun(n, store, _fallback(n, out, old)) for n in drawn)
     carried = tuple(carried_site_run(out, entry) for i in sorted(old.runs.ids().difference(listing.names))
                     if (entry := old.runs.get(i)) is not None)
     return SitePlan(render, published, carried, version, store, withdrawn, cat, old.lists, retired, keep_traces,

@@ -22,6 +22,13 @@ from reportgen.store.layout import RUN_FILE, is_safe_relpath, is_valid_run_id, s
 from reportgen.store.runjson import parse_run_json, run_to_json
 
 TMP_PREFIX = ".tmp-"
+STAGING_DIR = ".tmp"
+"""The hidden folder of a store where bundles are written before each is renamed into the store: a writer looks for
+what a killed writer left there, and that listing would cost every write of a 100,000-run store 50 ms in the store
+itself (earlier versions wrote them beside the runs, as hidden ``.tmp-*`` folders, which no reader lists)."""
+STAGING_ATTEMPTS = 10
+"""Tries at making a temporary folder in the staging folder while finishing writers remove it (each try follows one
+such removal)."""
 
 
 class StoreWriteError(BundleError):
@@ -78,8 +85,7 @@ def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes]
     final = store / run.run_id
     if final.exists():
         raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten")
-    remove_stale_temp_dirs(store)
-    tmp = make_temp_dir(store, run.run_id[:40])
+    tmp = staging_temp_dir(store, run.run_id[:40])
     try:
         for rel, content in sorted(files.items()):
             _write_member(tmp, rel, content)
@@ -96,7 +102,38 @@ def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes]
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        release_staging(store)
     return final
+
+
+def staging_temp_dir(store: Path, tag: str) -> Path:
+    """A new temporary folder in ``store``'s staging folder (made with the store if missing), after removing what
+    writers killed on this host left there. Made again when a writer that finished meanwhile removed the staging
+    folder (it was empty): the folder is removed only when empty, and this writer's own folder keeps it from then on."""
+    staging = store / STAGING_DIR
+    for attempt in range(STAGING_ATTEMPTS):
+        make_folders(staging)
+        try:
+            tmp = make_temp_dir(staging, tag)
+        except FileNotFoundError:
+            if attempt == STAGING_ATTEMPTS - 1:
+                raise
+            continue
+        except BaseException:
+            release_staging(store)  # a store that cannot be written is left as it was
+            raise
+        remove_stale_temp_dirs(staging)  # lists the staging folder, not the store: a write costs the same at any size
+        return tmp
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def release_staging(store: Path) -> None:
+    """Remove ``store``'s staging folder if it is empty (another writer's folder, or a killed one's, keeps it): a
+    store holds only its runs and catalog between writes."""
+    try:
+        (store / STAGING_DIR).rmdir()
+    except OSError:
+        pass
 
 
 def temp_owner_tag() -> str:

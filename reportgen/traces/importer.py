@@ -42,9 +42,8 @@ from reportgen.model.run import (
     VariantResult,
     VariantStatus,
 )
-from reportgen.store.atomic import make_folders
 from reportgen.store.layout import NewRunRequest, artifact_member, format_utc, new_run, trace_member
-from reportgen.store.writer import cannot_write, check_store, make_temp_dir, write_bundle
+from reportgen.store.writer import cannot_write, check_store, release_staging, staging_temp_dir, write_bundle
 from reportgen.text.terminal import terminal_safe
 from reportgen.traces.breakdown import build_breakdown
 from reportgen.traces.events import Trace
@@ -78,8 +77,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
     check_store(store)
     store_existed = store.exists()
     try:
-        make_folders(store)
-        staging = make_temp_dir(store, "import")  # named for this process: a killed import's is removed later
+        staging = staging_temp_dir(store, "import")  # named for this process: a killed import's is removed later
     except OSError as exc:
         raise cannot_write(exc, store) from None
     try:
@@ -108,6 +106,7 @@ def import_run(request: ImportRequest, store: Path, now: datetime | None = None)
         return bundle
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        release_staging(store)
         if not store_existed:
             _remove_if_empty(store)
 

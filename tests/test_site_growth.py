@@ -287,8 +287,8 @@ def _lines_run_by_an_add(folder: Path, stored: int) -> collections.Counter[tuple
     return counts
 
 
-def test_an_add_runs_no_python_step_per_stored_run_but_the_listing(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_add_runs_no_python_step_per_stored_run_but_the_listing_and_id_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Adding one run to a site of 40 runs and to one of 80 runs: a line that runs once more per stored run (40 more
     times) is a Python step per stored run, which a 100,000-run store pays 100,000 times; only PER_RUN_STEPS may.
     Archive pages of 10 runs: a step per page grows by 4."""

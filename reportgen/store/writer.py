@@ -23,9 +23,10 @@ from reportgen.store.runjson import parse_run_json, run_to_json
 
 TMP_PREFIX = ".tmp-"
 STAGING_DIR = ".tmp"
-"""The hidden folder of a store where bundles are written before each is renamed into the store: a writer looks for
-what a killed writer left there, and that listing would cost every write of a 100,000-run store 50 ms in the store
-itself (earlier versions wrote them beside the runs, as hidden ``.tmp-*`` folders, which no reader lists)."""
+"""The hidden folder of a store where bundles are written before each is renamed into the store. A writer looks for
+what killed writers left there, not in the store: listing the store made a write into a 100,000-run store take
+57 ms, against 6 ms now (``benchmarks/store_one_run.py``). Earlier versions wrote beside the runs, as hidden
+``.tmp-*`` folders, which no reader lists."""
 STAGING_ATTEMPTS = 10
 """Tries at making a temporary folder in the staging folder while finishing writers remove it (each try follows one
 such removal)."""

@@ -221,10 +221,11 @@ def test_a_build_fetches_the_traces_of_only_the_pages_it_draws_with_them(bucket:
     assert os.listdir(cached / ".members-pending") == []
 
 
-def test_run_jsons_are_mirrored_in_batches_and_a_lost_one_is_named(bucket: str, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """A build's mirror fetches run.json files a batch at a time (2 here: batches of 2 and 1); one listed but gone
-    when read (deleted from the bucket between the listing and the read) is an error naming it, not a run left out."""
+def test_run_jsons_are_mirrored_in_batches_and_an_unreadable_one_is_named(bucket: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build's mirror fetches run.json files a batch at a time (2 here: batches of 2 and 1). A listed run whose
+    run.json is not there (an upload under way: its traces are) is left out until it is; one that cannot be read
+    for another reason is an error naming it, not a run left out."""
     from reportgen.store import objects
 
     url = f"s3://{bucket}/runs"
@@ -232,25 +233,41 @@ def test_run_jsons_are_mirrored_in_batches_and_a_lost_one_is_named(bucket: str, 
     runs = [synthetic_run(run_id=f"2026112{i}T000000Z-cpu-test-bbb11{i}", with_traces=True) for i in range(3)]
     for run in runs:
         store.put_bundle(write_synthetic(tmp_path / "whole", run))
+    uploading = synthetic_run(run_id="20261130T000000Z-cpu-test-ccc333", with_traces=True)
+    bundle = write_synthetic(tmp_path / "whole", uploading)
+
+    def killed() -> None:
+        raise RuntimeError("the writer stops before its run.json")
+
+    with pytest.raises(RuntimeError):
+        store.put_bundle(bundle, before_run_json=killed)
     monkeypatch.setattr(objects, "RUN_JSON_BATCH", 2)
     cache = tmp_path / "mirror"
+    assert store.listed_ids() == sorted([*(r.run_id for r in runs), uploading.run_id])
     assert objects.sync_store(store, cache, members=False) == [r.run_id for r in runs]
     assert sorted(os.listdir(cache / objects.PENDING_DIR)) == [r.run_id for r in runs]
     assert all(os.listdir(cache / r.run_id) == ["run.json"] for r in runs)
+    assert not (cache / uploading.run_id).exists()
+    assert objects.sync_store(store, cache) == []  # a reader that fetches whole bundles leaves it out too
+    assert not (cache / uploading.run_id).exists()
 
-    listed = ObjectStore.run_ids
-    gone = synthetic_run(run_id="20261130T000000Z-cpu-test-ccc333")
-    store.put_bundle(write_synthetic(tmp_path / "whole", gone))
+    store.fs.pipe_file(f"{bucket}/runs/{uploading.run_id}/run.json", (bundle / "run.json").read_bytes())
+    later = synthetic_run(run_id="20261130T010000Z-cpu-test-ddd444")
+    store.put_bundle(write_synthetic(tmp_path / "whole", later))
+    cat = store.fs.cat
 
-    def list_then_lose_one(self: ObjectStore) -> list[str]:
-        ids = listed(self)
-        self.fs.rm_file(f"{bucket}/runs/{gone.run_id}/run.json")  # on the server: the read that follows fails
-        return ids
+    def refused(keys: list[str], **kwargs: object) -> dict[str, object]:  # the server refuses one read (not a 404)
+        out = cat(keys, **kwargs)
+        key = f"{bucket}/runs/{later.run_id}/run.json"
+        return {**out, key: PermissionError("Access Denied")} if key in out else out
 
-    monkeypatch.setattr(ObjectStore, "run_ids", list_then_lose_one)
-    with pytest.raises(objects.ObjectStoreError, match=f"{gone.run_id}/run.json: cannot be read \\(1 run"):
+    monkeypatch.setattr(store.fs, "cat", refused)
+    with pytest.raises(objects.ObjectStoreError, match=f"cannot read {later.run_id}/run.json \\(1 run\\(s\\)\\) "
+                                                        "\\(PermissionError: Access Denied\\)"):
         objects.sync_store(store, cache, members=False)
-    assert not (cache / gone.run_id).exists()
+    assert not (cache / later.run_id).exists()
+    monkeypatch.undo()
+    assert objects.sync_store(store, cache, members=False) == [uploading.run_id, later.run_id]  # once it is there
 
 
 def test_corrupt_withdrawal_object_is_one_line_not_a_crash(bucket: str, tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ moto's S3 server runs on 127.0.0.1 (in this process); ``--runs`` runs of bench_s
 CPU run in benchmarks/data: a ``run.json`` and three traces, four objects a run) are uploaded once. Each code folder
 given (``--code``, first on PYTHONPATH: a worktree of another commit) gets a mirror of its own, filled by a first
 sync; then the codes alternate, ``--repeat`` warm syncs each, each in a fresh process, timed around the call alone.
-Also timed in this process, alternating: the store's two listings, every object (``run_ids``) and one level
-(``listed_ids``, where the code has it).
+Also timed in this process, alternating: the store's two listings, every object (``fs.find``, what the base's
+``run_ids`` did; the file of 2,000 runs in results/ names it ``run_ids``) and one level (``listed_ids``).
 
     python benchmarks/s3_sync_listing.py --runs 2000 --code /tmp/base --code . --repeat 5
 """
@@ -98,9 +98,8 @@ def main() -> int:
                 walls.setdefault(str(code), []).append(seconds)
         listings: dict[str, list[float]] = {}
         for _ in range(args.repeat):
-            listings.setdefault("run_ids (every object)", []).append(_timed(store.run_ids))
-            if hasattr(store, "listed_ids"):
-                listings.setdefault("listed_ids (one level)", []).append(_timed(store.listed_ids))
+            listings.setdefault("fs.find (every object)", []).append(_timed(lambda: store.fs.find(store.root)))
+            listings.setdefault("listed_ids (one level)", []).append(_timed(store.listed_ids))
         for code, times in walls.items():
             print(json.dumps({"code": code, "warm_sync_median_s": round(statistics.median(times), 3),
                               "warm_sync_s": [round(t, 3) for t in times]}))

@@ -152,7 +152,7 @@ def test_import_rm_and_runs_through_an_s3_store(bucket: str, tmp_path: Path) -> 
     url = f"s3://{bucket}/runs"
     imported = run_cli("import", str(TRACE), "--store", url, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
-    run_id = ObjectStore.open(url).run_ids()[0]
+    run_id = ObjectStore.open(url).listed_ids()[0]
     assert f"uploaded {run_id} to {url}/{run_id}" in imported.stdout
     removed = run_cli("rm", run_id, "--reason", "bad host", "--store", url, cwd=tmp_path)
     assert removed.returncode == 0, removed.stderr
@@ -320,9 +320,9 @@ def test_a_pair_finds_the_runners_calibration_in_an_s3_store(bucket: str, tmp_pa
 
     base = load_run(staging / later["base"])
     gate = AbSettings(threshold_pct=5.0, max_seconds=300.0)
-    found = calibration.find_listed_calibration(store.run_ids(), reading, store.url, base, gate)
+    found = calibration.find_listed_calibration(store.listed_ids(), reading, store.url, base, gate)
     local = calibration.find_calibration(staging, base, gate)
     assert found is not None and found == local and found.base_run_id == calibrated["base"]
     assert set(read) == {later["base"], calibrated["base"], calibrated["head"]}  # no plain run, no head side read
     other = replace(base, scenario=replace(base.scenario, name="another"))  # no calibration of this scenario
-    assert calibration.find_listed_calibration(store.run_ids(), store.read_run_jsons, store.url, other, gate) is None
+    assert calibration.find_listed_calibration(store.listed_ids(), store.read_run_jsons, store.url, other, gate) is None

@@ -112,7 +112,7 @@ def test_import_rm_build_and_compare_through_a_gcs_store(bucket: str, tmp_path: 
     imported = run_cli("import", str(TRACE), "--store", url, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
     store = ObjectStore.open(url)
-    run_id = store.run_ids()[0]
+    run_id = store.listed_ids()[0]
     assert f"uploaded {run_id} to {url}/{run_id}" in imported.stdout
     removed = run_cli("rm", run_id, "--reason", "bad host", "--store", url, cwd=tmp_path)
     assert removed.returncode == 0, removed.stderr

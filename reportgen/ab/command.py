@@ -158,7 +158,7 @@ def _stored_calibration(request: AbRequest, stored: dict[str, str] | None) -> ca
     if objects is None:
         return calibration.find_calibration(request.store, base, request.settings)
     try:
-        return calibration.find_listed_calibration(objects.run_ids(), objects.read_run_jsons, objects.url, base,
+        return calibration.find_listed_calibration(objects.listed_ids(), objects.read_run_jsons, objects.url, base,
                                                    request.settings)
     except BundleError as exc:  # the pair is measured and will be uploaded: a failed lookup only loses the line
         print(f"reportgen: warning: the runner's calibration was not looked up: {exc.message}", file=sys.stderr)

@@ -95,7 +95,8 @@ class ObjectStore:
     def listed_ids(self) -> list[str]:
         """Ids of the run folders the store lists, sorted: one paginated listing of the prefix's first level, an entry
         per run (not per object: a run's traces and artifacts are not listed). A run whose upload is under way is
-        listed too, without its ``run.json``: a reader takes a run only with its ``run.json`` (:func:`sync_store`)."""
+        listed too, without its ``run.json``: a reader takes a run only with its ``run.json`` (:func:`sync_store`,
+        ``ab``'s search for a calibration)."""
         try:
             entries = self.fs.ls(self.root, detail=False)
         except FileNotFoundError:
@@ -105,18 +106,6 @@ class ObjectStore:
         prefix = self.root + "/"
         names = {e[len(prefix):].rstrip("/") for e in entries if e.startswith(prefix)}
         return sorted(filter(is_valid_run_id, names))
-
-    def run_ids(self) -> list[str]:
-        """Ids of the complete runs (those whose ``run.json`` exists), sorted: one paginated listing of every object
-        (for a command that reads a few runs without a mirror; :meth:`listed_ids` lists one entry per run)."""
-        try:
-            keys = self.fs.find(self.root)
-        except FileNotFoundError:
-            return []
-        except Exception as exc:  # noqa: BLE001 - any client failure is the store's, named in one line
-            raise self._failed(exc, "list the runs") from None
-        ids = {k[len(self.root) + 1:].split("/", 1)[0] for k in keys if k.endswith("/" + RUN_FILE)}
-        return sorted(i for i in ids if is_valid_run_id(i) and self._key(f"{i}/{RUN_FILE}") in keys)
 
     def put_bundle(self, folder: Path, before_run_json: Callable[[], None] | None = None) -> str:
         """Upload the bundle in ``folder`` create-only, ``run.json`` last; refuse a run id already stored."""

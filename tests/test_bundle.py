@@ -156,11 +156,36 @@ def test_a_writer_makes_the_staging_folder_again_when_a_finishing_writer_removed
 
     def made_then_removed(folder: Path) -> None:
         made(folder)
-        if len(removed) < 3:  # another writer finishes between this one's mkdir and its temporary folder, 3 times
-            removed.append(1)
+        if folder.name == writer.STAGING_DIR and len(removed) < 3:  # another writer finishes between this one's
+            removed.append(folder)  # mkdir and its temporary folder, 3 times
             writer.release_staging(store)
+            assert not folder.exists()
 
     monkeypatch.setattr(writer, "make_folders", made_then_removed)
     folder = write_synthetic(store, synthetic_run())
     assert load_run(folder) == synthetic_run() and len(removed) == 3
     assert [p.name for p in store.iterdir()] == [folder.name]  # the staging folder removed after, empty
+
+
+def test_a_writer_that_never_keeps_the_staging_folder_stops_with_one_line(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finishing writers that remove the staging folder every time, STAGING_ATTEMPTS times in a row: the write stops
+    with one line naming the folder, and the store is left as it was."""
+    from reportgen.store import writer
+
+    store = tmp_path / "results"
+    write_synthetic(store, synthetic_run(run_id="20261130T000000Z-cpu-a-000001"))
+    made, attempts = writer.make_folders, []
+
+    def always_removed(folder: Path) -> None:
+        made(folder)
+        if folder.name == writer.STAGING_DIR:
+            attempts.append(folder)
+            writer.release_staging(store)
+
+    monkeypatch.setattr(writer, "make_folders", always_removed)
+    with pytest.raises(BundleError, match=f"^{store}/{writer.STAGING_DIR}/.*: cannot write \\(No such file or "
+                                          "directory\\); choose another folder$"):
+        write_synthetic(store, synthetic_run(run_id="20261130T000000Z-cpu-a-000002"))
+    assert len(attempts) == writer.STAGING_ATTEMPTS
+    assert sorted(p.name for p in store.iterdir()) == ["20261130T000000Z-cpu-a-000001"]

@@ -248,13 +248,17 @@ def test_run_jsons_are_mirrored_in_batches_and_an_unreadable_one_is_named(bucket
     assert sorted(os.listdir(cache / objects.PENDING_DIR)) == [r.run_id for r in runs]
     assert all(os.listdir(cache / r.run_id) == ["run.json"] for r in runs)
     assert not (cache / uploading.run_id).exists()
-    assert objects.sync_store(store, cache) == []  # a reader that fetches whole bundles leaves it out too
+    cat, read = store.fs.cat, []
+    monkeypatch.setattr(store.fs, "cat", lambda keys, **kw: read.extend([keys] if isinstance(keys, str) else keys)
+                        or cat(keys, **kw))
+    assert objects.sync_store(store, cache) == []  # a reader that fetches whole bundles leaves it out too ...
     assert not (cache / uploading.run_id).exists()
+    assert not [k for k in read if f"/{uploading.run_id}/" in k]  # ... without reading its objects, each time
+    monkeypatch.setattr(store.fs, "cat", cat)
 
     store.fs.pipe_file(f"{bucket}/runs/{uploading.run_id}/run.json", (bundle / "run.json").read_bytes())
     later = synthetic_run(run_id="20261130T010000Z-cpu-test-ddd444")
     store.put_bundle(write_synthetic(tmp_path / "whole", later))
-    cat = store.fs.cat
 
     def refused(keys: list[str], **kwargs: object) -> dict[str, object]:  # the server refuses one read (not a 404)
         out = cat(keys, **kwargs)
@@ -262,6 +266,7 @@ def test_run_jsons_are_mirrored_in_batches_and_an_unreadable_one_is_named(bucket
         return {**out, key: PermissionError("Access Denied")} if key in out else out
 
     monkeypatch.setattr(store.fs, "cat", refused)
+    assert store.read_run_jsons([later.run_id, uploading.run_id], skip_unreadable=True).keys() == {uploading.run_id}
     with pytest.raises(objects.ObjectStoreError, match=f"cannot read {later.run_id}/run.json \\(1 run\\(s\\)\\) "
                                                         "\\(PermissionError: Access Denied\\)"):
         objects.sync_store(store, cache, members=False)

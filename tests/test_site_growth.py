@@ -20,6 +20,7 @@ import reportgen
 from reportgen import site
 from reportgen.cli import main
 from reportgen.errors import UsageError
+from reportgen.render.jinja import TEMPLATES_DIR
 from reportgen.site import lists, plan
 
 
@@ -266,17 +267,19 @@ def _lines_run_by_an_add(folder: Path, stored: int) -> collections.Counter[tuple
         write_synthetic(store, _minute_run(i, ("4,64", "8,128")[i % 2]))
     site.build_site(store, out, "/", jobs=1, keep_traces=3)
     write_synthetic(store, _minute_run(stored, "4,64"))
-    package = str(Path(reportgen.__file__).parent) + os.sep
-    counts: collections.Counter[tuple[str, str, int]] = collections.Counter()
+    roots = (str(Path(reportgen.__file__).parent) + os.sep, str(TEMPLATES_DIR) + os.sep)  # the templates' folder
+    counts: collections.Counter[tuple[str, str, int]] = collections.Counter()  # is outside the package in a checkout
 
     def lines(frame, event, _arg):  # type: ignore[no-untyped-def]
         if event == "line":
             code = frame.f_code
-            counts[(code.co_filename.removeprefix(package), code.co_name, frame.f_lineno)] += 1
+            root = next(r for r in roots if code.co_filename.startswith(r))
+            counts[(code.co_filename.replace(root, "templates/" if root == roots[1] else "", 1), code.co_name,
+                    frame.f_lineno)] += 1
         return lines
 
     def calls(frame, _event, _arg):  # type: ignore[no-untyped-def]
-        return lines if frame.f_code.co_filename.startswith(package) else None
+        return lines if frame.f_code.co_filename.startswith(roots) else None
 
     sys.settrace(calls)
     try:
@@ -298,5 +301,6 @@ def test_an_add_runs_no_python_step_per_stored_run_but_the_listing_and_id_check(
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")
     small, big = _lines_run_by_an_add(tmp_path / "40", 40), _lines_run_by_an_add(tmp_path / "80", 80)
     per_run = {(f, fn) for (f, fn, line), n in big.items() if n - small.get((f, fn, line), 0) >= 40}
-    assert ("store/loader.py", "list_store") in per_run  # the count sees a step per stored run
+    assert ("store/loader.py", "list_store") in per_run  # the count sees a step per stored run ...
+    assert any(f.startswith("templates/index.html") for f, _, _ in big)  # ... and the templates' lines
     assert per_run <= PER_RUN_STEPS, sorted(per_run - PER_RUN_STEPS)

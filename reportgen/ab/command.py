@@ -10,6 +10,7 @@ load or compile).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -158,8 +159,8 @@ def _stored_calibration(request: AbRequest, stored: dict[str, str] | None) -> ca
     if objects is None:
         return calibration.find_calibration(request.store, base, request.settings)
     try:
-        return calibration.find_listed_calibration(objects.listed_ids(), objects.read_run_jsons, objects.url, base,
-                                                   request.settings)
+        read = functools.partial(objects.read_run_jsons, skip_unreadable=True)  # an unreadable one is no calibration
+        return calibration.find_listed_calibration(objects.listed_ids(), read, objects.url, base, request.settings)
     except BundleError as exc:  # the pair is measured and will be uploaded: a failed lookup only loses the line
         print(f"reportgen: warning: the runner's calibration was not looked up: {exc.message}", file=sys.stderr)
         return None

@@ -156,25 +156,28 @@ class ObjectStore:
                 out[entry.run_id] = entry
         return out
 
-    def read_run_jsons(self, run_ids: Sequence[str]) -> dict[str, bytes]:
+    def read_run_jsons(self, run_ids: Sequence[str], *, skip_unreadable: bool = False) -> dict[str, bytes]:
         """The ``run.json`` of each of ``run_ids`` (one concurrent request per run), by run id; a run without one (not
-        uploaded yet) is left out, one that cannot be read otherwise is an error naming it."""
+        uploaded yet) is left out, one that cannot be read otherwise is an error naming it (``skip_unreadable``: left
+        out too, for a search that passes over what it cannot read)."""
         keys = {self._key(f"{i}/{RUN_FILE}"): i for i in run_ids}
         try:
             blobs = self.fs.cat(list(keys), on_error="return") if keys else {}
         except Exception as exc:  # noqa: BLE001
             raise self._failed(exc, "read runs") from None
         failed = sorted(k for k, data in blobs.items() if k in keys and not isinstance(data, (bytes, FileNotFoundError)))
-        if failed:
+        if failed and not skip_unreadable:
             raise self._failed(blobs[failed[0]], f"read {keys[failed[0]]}/{RUN_FILE} ({len(failed)} run(s))")
         return {keys[k]: data for k, data in blobs.items() if k in keys and isinstance(data, bytes)}
 
     def bundle_objects(self, run_id: str) -> dict[str, bytes]:
-        """Every object of one run, by its path inside the bundle (each checked to stay inside it)."""
+        """Every object of one run, by its path inside the bundle (each checked to stay inside it); none, and nothing
+        read, when its ``run.json`` is not among them (an upload under way, or one a killed writer left: read again
+        by every sync otherwise)."""
         prefix = self._key(run_id) + "/"
         try:
             keys = [k for k in self.fs.find(self._key(run_id)) if k.startswith(prefix)]
-            blobs = self.fs.cat(keys)
+            blobs = self.fs.cat(keys) if prefix + RUN_FILE in keys else {}
         except Exception as exc:  # noqa: BLE001
             raise self._failed(exc, f"read run {run_id}") from None
         out = {}

@@ -100,6 +100,7 @@ def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes]
                 raise
             raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten") from None
         _fsync_dir(store)
+        _fsync_dir(tmp.parent)  # the staging folder's entry is gone too
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -189,3 +189,22 @@ def test_a_writer_that_never_keeps_the_staging_folder_stops_with_one_line(tmp_pa
         write_synthetic(store, synthetic_run(run_id="20261130T000000Z-cpu-a-000002"))
     assert len(attempts) == writer.STAGING_ATTEMPTS
     assert sorted(p.name for p in store.iterdir()) == ["20261130T000000Z-cpu-a-000001"]
+
+
+def test_a_write_is_stored_when_another_writer_removes_the_emptied_staging_folder_after_its_rename(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a writer has renamed its bundle into the store, the staging folder may be empty, and another writer that
+    finishes then removes it: the first writer's fsync of the staging folder finds nothing, and its write succeeded."""
+    from reportgen.store import writer
+
+    store = tmp_path / "results"
+    fsync_dir = writer._fsync_dir
+
+    def store_synced_then_staging_removed(path: Path) -> None:
+        fsync_dir(path)
+        if path == store:  # after the rename: another writer leaves the staging folder empty and removes it
+            writer.release_staging(store)
+
+    monkeypatch.setattr(writer, "_fsync_dir", store_synced_then_staging_removed)
+    folder = write_synthetic(store, synthetic_run())
+    assert load_run(folder) == synthetic_run() and [p.name for p in store.iterdir()] == [folder.name]

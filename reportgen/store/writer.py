@@ -7,6 +7,7 @@ so a crash never leaves a partial run; once written it is never modified.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -100,7 +101,8 @@ def _write_bundle_files(store: Path, run: Run, files: Mapping[str, Path | bytes]
                 raise
             raise ConflictError(f"{final}: a run with this id already exists; stored runs are never overwritten") from None
         _fsync_dir(store)
-        _fsync_dir(tmp.parent)  # the staging folder's entry is gone too
+        with contextlib.suppress(FileNotFoundError):  # the staging folder's entry is gone too (unless another
+            _fsync_dir(tmp.parent)  # writer, finding it empty, removed the folder: nothing of it to keep then)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

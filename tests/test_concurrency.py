@@ -269,3 +269,35 @@ def test_build_while_profiling(world: tuple[Path, Path], tmp_path: Path, monkeyp
     code, _, err = _finish(profile)
     assert code == 0, err
     assert len(load_store(store)) == 3
+
+
+def _store_runs(store: str, writer: int, runs: int, go: object) -> list[str]:
+    """One writer of ``test_writers_sharing_one_store_lose_no_run``: waits at the barrier, then stores its runs."""
+    go.wait()  # type: ignore[attr-defined]
+    failed = []
+    for i in range(runs):
+        try:
+            write_synthetic(Path(store), synthetic_run(run_id=f"20261130T000000Z-cpu-w{writer:02d}-{i:04d}"))
+        except Exception as exc:  # noqa: BLE001 - any failure is the test's finding, named
+            failed.append(f"{type(exc).__name__}: {exc}")
+    return failed
+
+
+def test_writers_sharing_one_store_lose_no_run(tmp_path: Path) -> None:
+    """8 processes, released together by a barrier, store 40 runs each in one folder store, through its one staging
+    folder that each writer removes when it leaves it empty: every write succeeds, every run is stored whole, and no
+    staging folder is left."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    writers, runs = 8, 40
+    store = tmp_path / "results"
+    with ctx.Manager() as manager:
+        go = manager.Barrier(writers)
+        with ctx.Pool(writers) as pool:
+            failed = pool.starmap(_store_runs, [(str(store), w, runs, go) for w in range(writers)])
+    assert failed == [[]] * writers
+    stored = load_store(store)
+    assert sorted(r.run_id for r in stored) == sorted(f"20261130T000000Z-cpu-w{w:02d}-{i:04d}" for w in range(writers)
+                                                       for i in range(runs))
+    assert not (store / STAGING_DIR).exists()

@@ -13,6 +13,7 @@ mirror's files and bytes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -24,7 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -36,6 +40,38 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def s3_store_of(runs: int, prefix: str) -> Iterator[tuple[dict[str, str], Any, Path]]:
+    """moto's S3 server on 127.0.0.1 (in this process) with ``runs`` runs of bench_site.py's synthetic store uploaded
+    to ``s3://bench/runs`` (16 at a time); yields the environment that reaches it (also put in ``os.environ``), the
+    ObjectStore, and a scratch folder (``<folder>/whole`` holds the runs' bundles) removed afterwards."""
+    from moto import server as moto_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}"}
+    os.environ.update(env)
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        import boto3
+
+        from reportgen.store.objects import ObjectStore
+
+        boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"]).create_bucket(Bucket="bench")
+        bench_site.make_store(work / "whole", 0, runs)
+        store = ObjectStore.open("s3://bench/runs")
+        bundles = [b for b in sorted((work / "whole").iterdir()) if not b.name.startswith(".")]
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(store.put_bundle, bundles))
+        yield env, store, work
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _tree(folder: Path) -> tuple[int, int]:
@@ -68,27 +104,7 @@ def main() -> int:
     parser.add_argument("--code", type=Path, action="append", required=True)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    from moto import server as moto_server
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}"}
-    os.environ.update(env)
-    work = Path(tempfile.mkdtemp(prefix="bench-s3-"))
-    try:
-        import boto3
-
-        from reportgen.store.objects import ObjectStore
-
-        boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"]).create_bucket(Bucket="bench")
-        bench_site.make_store(work / "whole", 0, args.runs)
-        store = ObjectStore.open("s3://bench/runs")
-        for bundle in sorted((work / "whole").iterdir()):
-            if not bundle.name.startswith("."):
-                store.put_bundle(bundle)
+    with s3_store_of(args.runs, "bench-s3-") as (env, _store, work):
         files, size = _tree(work / "whole")
         machine = f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
         print(json.dumps({"machine": machine, "runs": args.runs, "keep_traces": args.keep_traces,
@@ -103,9 +119,6 @@ def main() -> int:
         for code, walls in results.items():
             print(json.dumps({"code": code, "median_wall_s": statistics.median(walls), "builds": len(walls)}))
         print(json.dumps({"reference_loop_s": reference_loop_s()}))
-    finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

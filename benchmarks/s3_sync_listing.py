@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_site  # noqa: E402
-from bench_s3_build import _free_port  # noqa: E402
+from bench_s3_build import s3_store_of  # noqa: E402
 from machine import reference_loop_s  # noqa: E402
 
 CHILD = """
@@ -50,9 +47,9 @@ def _sync(code: Path, url: str, cache: Path, env: dict[str, str]) -> tuple[float
     return float(seconds), int(fetched)
 
 
-def _timed(fn: object) -> float:
+def _timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
-    fn()  # type: ignore[operator]
+    fn()
     return time.perf_counter() - start
 
 
@@ -62,27 +59,7 @@ def main() -> int:
     parser.add_argument("--code", type=Path, action="append", required=True)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from moto import server as moto_server
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}"}
-    os.environ.update(env)
-    work = Path(tempfile.mkdtemp(prefix="bench-s3-sync-"))
-    try:
-        import boto3
-
-        from reportgen.store.objects import ObjectStore
-
-        boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL_S3"]).create_bucket(Bucket="bench")
-        bench_site.make_store(work / "whole", 0, args.runs)
-        store = ObjectStore.open("s3://bench/runs")
-        bundles = [b for b in sorted((work / "whole").iterdir()) if not b.name.startswith(".")]
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(store.put_bundle, bundles))
+    with s3_store_of(args.runs, "bench-s3-sync-") as (env, store, work):
         objects = len(store.fs.find("bench/runs"))
         machine = f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
         print(json.dumps({"machine": machine, "runs": args.runs, "objects": objects}))
@@ -107,8 +84,6 @@ def main() -> int:
             print(json.dumps({"listing": name, "median_s": round(statistics.median(times), 3),
                               "s": [round(t, 3) for t in times]}))
         print(json.dumps({"reference_loop_s": reference_loop_s()}))
-    finally:
-        server.stop()
     return 0
 
 

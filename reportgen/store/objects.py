@@ -35,6 +35,7 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -239,8 +240,7 @@ def sync_store(store: ObjectStore, cache: Path, *, members: bool = True) -> list
     ids = store.listed_ids()
     wanted = [i for i in ids if not (cache / i / RUN_FILE).is_file()]
     if members:
-        fetched = [i for i, whole in zip(wanted, _parallel(lambda run_id: store.fetch_bundle(run_id, cache), wanted),
-                                         strict=True) if whole]
+        fetched = list(compress(wanted, _parallel(lambda run_id: store.fetch_bundle(run_id, cache), wanted)))
         complete_bundles(store, cache, ids)
     else:
         fetched = _fetch_run_jsons(store, cache, wanted)
